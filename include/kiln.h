@@ -1,0 +1,19 @@
+// kiln's public C++ API: build or parse a graph, verify and print it, run it.
+//
+//   auto module = kiln::parseFile("examples/mlp.kiln");
+//   if (!module) { std::cerr << module.error().str() << "\n"; return 1; }
+//   kiln::Function* f = (*module)->entry();
+//   auto results = kiln::runFunction(*f, inputs, kiln::Backend::Auto);
+//
+// See docs/api.md for a tour and docs/ir.md for the IR's semantics.
+#pragma once
+
+#include "frontend/parser.h"
+#include "ir/builder.h"
+#include "ir/interp/interpreter.h"
+#include "ir/ir.h"
+#include "ir/npy.h"
+#include "ir/printer.h"
+#include "ir/tensor.h"
+#include "ir/verifier.h"
+#include "runtime/backend.h"

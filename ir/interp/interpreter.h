@@ -1,0 +1,17 @@
+// The reference interpreter: runs any function of the IR on host tensors, op by op, exactly as
+// docs/ir.md says. It is slow and simple on purpose: every backend is tested against it.
+#pragma once
+
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/tensor.h"
+
+namespace kiln {
+
+// Runs `function` on `inputs` (one per parameter, with the parameter's exact type) and returns
+// its results. Wrong inputs and run-time errors (a gather index out of range, an integer division
+// by zero, a label outside [0,K)) are errors that name the op and its source location.
+Expected<std::vector<Tensor>> interpret(const Function& function, const std::vector<Tensor>& inputs);
+
+}  // namespace kiln

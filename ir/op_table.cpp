@@ -1,0 +1,198 @@
+// The op table itself, and the driver that checks an op against it before inferring its types.
+#include "ir/op_table.h"
+
+#include <algorithm>
+
+#include "ir/infer_rules.h"
+#include "ir/ir.h"
+
+namespace kiln {
+
+std::string_view opClassName(OpClass c) {
+  switch (c) {
+    case OpClass::Elementwise: return "elementwise";
+    case OpClass::Reduction: return "reduction";
+    case OpClass::Layout: return "layout";
+    case OpClass::Library: return "library";
+    case OpClass::Collective: return "collective";
+    case OpClass::Region: return "region";
+    case OpClass::Terminator: return "terminator";
+  }
+  return "?";
+}
+
+bool dtypeIn(DType t, DTypeSet set) {
+  switch (set) {
+    case DTypeSet::Any: return true;
+    case DTypeSet::Num: return isNum(t);
+    case DTypeSet::Float: return isFloat(t);
+    case DTypeSet::Int: return isInt(t);
+    case DTypeSet::Bool: return t == DType::Bool;
+  }
+  return false;
+}
+
+std::string_view dtypeSetName(DTypeSet set) {
+  switch (set) {
+    case DTypeSet::Any: return "any dtype";
+    case DTypeSet::Num: return "a numeric dtype (i8, i32, i64, f16, bf16, f32, f64)";
+    case DTypeSet::Float: return "a float dtype (f16, bf16, f32, f64)";
+    case DTypeSet::Int: return "an integer dtype (i8, i32, i64)";
+    case DTypeSet::Bool: return "bool";
+  }
+  return "?";
+}
+
+const AttrSpec* OpInfo::findAttr(std::string_view attrName) const {
+  for (const AttrSpec& a : attrs)
+    if (a.name == attrName) return &a;
+  return nullptr;
+}
+
+namespace {
+
+using K = OpKind;
+using C = OpClass;
+using D = DTypeSet;
+using A = AttrKind;
+constexpr int kAny = -1;
+
+AttrSpec required(std::string_view name, AttrKind kind) { return {name, kind, std::nullopt, true}; }
+AttrSpec optional(std::string_view name, AttrKind kind, Attr def) { return {name, kind, std::move(def), false}; }
+// Optional, with a default that depends on other attributes or operands (documented per op).
+AttrSpec computed(std::string_view name, AttrKind kind) { return {name, kind, std::nullopt, false}; }
+
+std::vector<OpInfo> buildTable() {
+  auto unary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 1, 1, 0, d, {}, infer::unary}; };
+  auto binary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, d, {}, infer::binary}; };
+  auto compare = [](K k, std::string_view n) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, D::Num, {}, infer::compare}; };
+  auto reduce = [](K k, std::string_view n) {
+    return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
+                  {computed("axes", A::List), optional("keepdims", A::Bool, false)}, infer::reduce};
+  };
+  auto argReduce = [](K k, std::string_view n) {
+    return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
+                  {optional("axis", A::Int, 0), optional("keepdims", A::Bool, false)}, infer::argReduce};
+  };
+  auto pool = [](K k, std::string_view n) {
+    return OpInfo{k, n, C::Library, 1, 1, 0, D::Float,
+                  {required("kernel", A::List), computed("strides", A::List), optional("pads", A::List, Attr::ints({0, 0, 0, 0}))},
+                  infer::pool2d};
+  };
+  std::vector<OpInfo> t = {
+      unary(K::Neg, "neg", D::Num), unary(K::Abs, "abs", D::Num),
+      unary(K::Exp, "exp", D::Float), unary(K::Log, "log", D::Float), unary(K::Sqrt, "sqrt", D::Float),
+      unary(K::Rsqrt, "rsqrt", D::Float), unary(K::Reciprocal, "reciprocal", D::Float),
+      unary(K::Tanh, "tanh", D::Float), unary(K::Sigmoid, "sigmoid", D::Float), unary(K::Erf, "erf", D::Float),
+      unary(K::Sin, "sin", D::Float), unary(K::Cos, "cos", D::Float), unary(K::Floor, "floor", D::Float),
+      unary(K::Ceil, "ceil", D::Float), unary(K::Sign, "sign", D::Float), unary(K::Log1p, "log1p", D::Float),
+      unary(K::Relu, "relu", D::Float), unary(K::Silu, "silu", D::Float),
+      {K::Gelu, "gelu", C::Elementwise, 1, 1, 0, D::Float, {optional("approximate", A::String, "none")}, infer::unary},
+      unary(K::Not, "not", D::Bool),
+      binary(K::Add, "add", D::Num), binary(K::Sub, "sub", D::Num), binary(K::Mul, "mul", D::Num),
+      binary(K::Div, "div", D::Num), binary(K::Max, "max", D::Num), binary(K::Min, "min", D::Num),
+      binary(K::Pow, "pow", D::Num),
+      compare(K::Eq, "eq"), compare(K::Ne, "ne"), compare(K::Lt, "lt"), compare(K::Le, "le"), compare(K::Gt, "gt"),
+      compare(K::Ge, "ge"),
+      binary(K::And, "and", D::Bool), binary(K::Or, "or", D::Bool), binary(K::Xor, "xor", D::Bool),
+      {K::Select, "select", C::Elementwise, 3, 3, 0, D::Any, {}, infer::select},
+      {K::Cast, "cast", C::Elementwise, 1, 1, 0, D::Any, {required("to", A::DType)}, infer::cast},
+      {K::Constant, "constant", C::Elementwise, 0, 0, 0, D::Any, {required("value", A::Dense)}, infer::constant},
+      {K::Iota, "iota", C::Elementwise, 0, 0, 0, D::Num, {required("axis", A::Int)}, infer::iota},
+      reduce(K::ReduceSum, "reduce_sum"), reduce(K::ReduceMean, "reduce_mean"), reduce(K::ReduceMax, "reduce_max"),
+      reduce(K::ReduceMin, "reduce_min"), reduce(K::ReduceProd, "reduce_prod"),
+      argReduce(K::Argmax, "argmax"), argReduce(K::Argmin, "argmin"),
+      {K::Softmax, "softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax},
+      {K::LogSoftmax, "log_softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax},
+      {K::LayerNorm, "layer_norm", C::Reduction, 3, 3, 0, D::Float,
+       {optional("axis", A::Int, -1), optional("epsilon", A::Float, 1e-5)}, infer::layerNorm},
+      {K::Matmul, "matmul", C::Library, 2, 2, 0, D::Num, {}, infer::matmul},
+      {K::Reshape, "reshape", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::reshape},
+      {K::Transpose, "transpose", C::Layout, 1, 1, 0, D::Any, {required("perm", A::List)}, infer::transpose},
+      {K::BroadcastTo, "broadcast_to", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::broadcastTo},
+      {K::Concat, "concat", C::Layout, 1, kAny, 0, D::Any, {required("axis", A::Int)}, infer::concat},
+      {K::Slice, "slice", C::Layout, 1, 1, 0, D::Any,
+       {required("starts", A::List), required("ends", A::List), computed("axes", A::List), computed("steps", A::List)},
+       infer::slice},
+      {K::Gather, "gather", C::Layout, 2, 2, 0, D::Any, {optional("axis", A::Int, 0)}, infer::gather},
+      {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad},
+      {K::Conv2d, "conv2d", C::Library, 2, 2, 0, D::Float,
+       {optional("strides", A::List, Attr::ints({1, 1})), optional("pads", A::List, Attr::ints({0, 0, 0, 0})),
+        optional("dilations", A::List, Attr::ints({1, 1})), optional("groups", A::Int, 1)},
+       infer::conv2d},
+      pool(K::MaxPool2d, "max_pool2d"), pool(K::AvgPool2d, "avg_pool2d"),
+      {K::BatchNorm, "batch_norm", C::Elementwise, 5, 5, 0, D::Float, {optional("epsilon", A::Float, 1e-5)},
+       infer::batchNorm},
+      {K::SoftmaxCrossEntropy, "softmax_cross_entropy", C::Reduction, 2, 2, 0, D::Float, {}, infer::softmaxCrossEntropy},
+      {K::AllReduce, "all_reduce", C::Collective, 1, 1, 0, D::Num, {optional("reduce", A::String, "sum")}, infer::unary},
+      {K::Map, "map", C::Region, 1, kAny, 1, D::Any, {}, infer::map},
+      {K::While, "while", C::Region, 1, kAny, 2, D::Any, {}, infer::whileLoop},
+      {K::Return, "return", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator},
+      {K::Yield, "yield", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator},
+  };
+  for (size_t i = 0; i < t.size(); ++i)
+    KILN_INTERNAL_CHECK(static_cast<size_t>(t[i].kind) == i, "op table out of order at " + std::string(t[i].name));
+  return t;
+}
+
+std::string expectedAttrNames(const OpInfo& info) {
+  if (info.attrs.empty()) return "it takes no attributes";
+  std::string s = "expected one of: ";
+  for (size_t i = 0; i < info.attrs.size(); ++i) s += (i ? ", " : "") + std::string(info.attrs[i].name);
+  return s;
+}
+
+bool attrKindMatches(const Attr& a, AttrKind want) {
+  if (want == AttrKind::Float) return a.isNumber();
+  if (want == AttrKind::List) return a.getIntList().has_value();
+  return a.kind() == want;
+}
+
+std::string attrKindWanted(AttrKind k) { return k == AttrKind::List ? "a list of integers" : "a " + std::string(attrKindName(k)); }
+
+Status checkAgainstTable(const Op& op) {
+  const OpInfo& info = op.info();
+  int n = static_cast<int>(op.numOperands());
+  if (n < info.minOperands || (info.maxOperands != kAny && n > info.maxOperands)) {
+    std::string want = info.minOperands == info.maxOperands ? std::to_string(info.minOperands)
+                       : info.maxOperands == kAny       ? "at least " + std::to_string(info.minOperands)
+                                                        : std::to_string(info.minOperands) + " to " + std::to_string(info.maxOperands);
+    return Error("expected " + want + " operand" + (want == "1" ? "" : "s") + ", got " + std::to_string(n));
+  }
+  if (static_cast<int>(op.numRegions()) != info.numRegions)
+    return Error("expected " + std::to_string(info.numRegions) + " region(s), got " + std::to_string(op.numRegions()));
+  for (const auto& [name, value] : op.attrs()) {
+    const AttrSpec* spec = info.findAttr(name);
+    if (!spec) return Error("unknown attribute '" + name + "' (" + expectedAttrNames(info) + ")");
+    if (!attrKindMatches(value, spec->kind))
+      return Error("attribute '" + name + "' must be " + attrKindWanted(spec->kind) + ", got " + value.str());
+  }
+  for (const AttrSpec& spec : info.attrs)
+    if (spec.required && !op.findAttr(spec.name)) return Error("missing attribute '" + std::string(spec.name) + "'");
+  return {};
+}
+
+}  // namespace
+
+const std::vector<OpInfo>& allOps() {
+  static const std::vector<OpInfo> table = buildTable();
+  return table;
+}
+
+const OpInfo& opInfo(OpKind kind) { return allOps()[static_cast<size_t>(kind)]; }
+
+std::optional<OpKind> lookupOp(std::string_view name) {
+  for (const OpInfo& info : allOps())
+    if (info.name == name) return info.kind;
+  return std::nullopt;
+}
+
+Expected<std::vector<TensorType>> inferResultTypes(const Op& op, const std::vector<TensorType>* annotated) {
+  auto prefixed = [&](const Error& e) { return Error(std::string(op.name()) + ": " + e.message(), e.loc()); };
+  if (Status s = checkAgainstTable(op); !s) return prefixed(s.error());
+  auto types = op.info().infer(op, annotated);
+  if (!types) return prefixed(types.error());
+  return types;
+}
+
+}  // namespace kiln

@@ -1,0 +1,92 @@
+// The op table: for every op of docs/ir.md, its name, operand count, attributes with defaults,
+// class and type/shape inference. Parser, printer, verifier and interpreter all read it.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "ir/attr.h"
+#include "ir/status.h"
+#include "ir/types.h"
+
+namespace kiln {
+
+class Op;
+
+// X-macro list: (enumerator, text name). Order is the order docs/ir.md lists them.
+#define KILN_OPS(X)                                                                              \
+  X(Neg, "neg") X(Abs, "abs") X(Exp, "exp") X(Log, "log") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")       \
+  X(Reciprocal, "reciprocal") X(Tanh, "tanh") X(Sigmoid, "sigmoid") X(Erf, "erf") X(Sin, "sin")  \
+  X(Cos, "cos") X(Floor, "floor") X(Ceil, "ceil") X(Sign, "sign") X(Log1p, "log1p")              \
+  X(Relu, "relu") X(Silu, "silu") X(Gelu, "gelu") X(Not, "not")                                  \
+  X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Max, "max") X(Min, "min")            \
+  X(Pow, "pow") X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")          \
+  X(And, "and") X(Or, "or") X(Xor, "xor") X(Select, "select") X(Cast, "cast")                    \
+  X(Constant, "constant") X(Iota, "iota")                                                        \
+  X(ReduceSum, "reduce_sum") X(ReduceMean, "reduce_mean") X(ReduceMax, "reduce_max")             \
+  X(ReduceMin, "reduce_min") X(ReduceProd, "reduce_prod") X(Argmax, "argmax") X(Argmin, "argmin") \
+  X(Softmax, "softmax") X(LogSoftmax, "log_softmax") X(LayerNorm, "layer_norm")                  \
+  X(Matmul, "matmul") X(Reshape, "reshape") X(Transpose, "transpose")                            \
+  X(BroadcastTo, "broadcast_to") X(Concat, "concat") X(Slice, "slice") X(Gather, "gather")       \
+  X(Pad, "pad") X(Conv2d, "conv2d") X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d")        \
+  X(BatchNorm, "batch_norm") X(SoftmaxCrossEntropy, "softmax_cross_entropy")                     \
+  X(AllReduce, "all_reduce") X(Map, "map") X(While, "while") X(Return, "return") X(Yield, "yield")
+
+enum class OpKind : uint16_t {
+#define KILN_OP_ENUM(e, n) e,
+  KILN_OPS(KILN_OP_ENUM)
+#undef KILN_OP_ENUM
+};
+
+// How an op computes, which is what fusion and codegen care about.
+enum class OpClass {
+  Elementwise,  // out[i] depends on in[i] (after broadcasting); includes constant, iota, cast
+  Reduction,    // combines elements along axes (reductions, softmax, layer_norm, cross entropy)
+  Layout,       // moves or selects elements without arithmetic (reshape, transpose, slice, ...)
+  Library,      // dense kernels vendors do well (matmul, conv2d, pooling)
+  Collective,   // communicates across data-parallel replicas
+  Region,       // owns nested blocks (map, while)
+  Terminator,   // return, yield: end a block
+};
+std::string_view opClassName(OpClass c);
+
+// Which dtypes an op's main operands accept.
+enum class DTypeSet { Any, Num, Float, Int, Bool };
+bool dtypeIn(DType t, DTypeSet set);
+std::string_view dtypeSetName(DTypeSet set);  // "float", "num", ...
+
+struct AttrSpec {
+  std::string_view name;
+  AttrKind kind;                    // List means a list of integers
+  std::optional<Attr> defaultValue;  // nullopt: required, or a default computed by the op (see doc)
+  bool required;
+};
+
+// Result types of an op from its operands, attributes and regions. `annotated` holds the result
+// types written in the text (`: f32[4]`), when there are any; constant and iota need them.
+using InferFn = Expected<std::vector<TensorType>> (*)(const Op& op, const std::vector<TensorType>* annotated);
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  OpClass cls;
+  int minOperands;
+  int maxOperands;  // -1: any number
+  int numRegions;
+  DTypeSet dtypes;  // accepted dtypes of the main operand(s)
+  std::vector<AttrSpec> attrs;
+  InferFn infer;
+
+  const AttrSpec* findAttr(std::string_view attrName) const;
+};
+
+const OpInfo& opInfo(OpKind kind);
+std::optional<OpKind> lookupOp(std::string_view name);
+// Every op, in table order (for tests and `kiln ops`-style listings).
+const std::vector<OpInfo>& allOps();
+
+// Checks operand count, attribute names and kinds against the table, then infers result types.
+// Errors say what was expected, prefixed with the op's name, without a location.
+Expected<std::vector<TensorType>> inferResultTypes(const Op& op, const std::vector<TensorType>* annotated = nullptr);
+}  // namespace kiln

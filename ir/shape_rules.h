@@ -1,0 +1,44 @@
+// Shape arithmetic shared by type inference and the interpreter, so both agree by construction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/types.h"
+
+namespace kiln {
+
+// NumPy broadcasting of two shapes; nullopt if they do not broadcast.
+std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b);
+// True if `from` broadcasts to exactly `to` (NumPy's broadcast_to rule).
+bool broadcastsTo(const Shape& from, const Shape& to);
+// Resolves a possibly negative axis against `rank`; nullopt when out of range.
+std::optional<int> normalizeAxis(int64_t axis, int rank);
+// Sorted, deduplicated axes for a reduction; all axes when `axes` is absent.
+Expected<std::vector<int>> reductionAxes(const std::optional<std::vector<int64_t>>& axes, int rank);
+// Shape after reducing `axes`, keeping them as size-1 dims or dropping them.
+Shape reducedShape(const Shape& in, const std::vector<int>& axes, bool keepdims);
+
+// One axis of an ONNX Slice after clamping: element k of the output reads start + k*step.
+struct SliceAxis {
+  int64_t start;
+  int64_t step;
+  int64_t count;
+};
+// Resolves slice attributes against `shape`; axes not named are taken whole.
+Expected<std::vector<SliceAxis>> resolveSlice(const Shape& shape, const std::vector<int64_t>& starts,
+                                              const std::vector<int64_t>& ends,
+                                              const std::optional<std::vector<int64_t>>& axes,
+                                              const std::optional<std::vector<int64_t>>& steps);
+
+// NumPy matmul shapes: 1-D promotion and broadcast batch dims. Returns the result shape.
+Expected<Shape> matmulShape(const Shape& a, const Shape& b);
+
+// Output size of a sliding window (convolution or pooling) along one spatial axis.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin, int64_t padEnd,
+                         int64_t dilation = 1);
+
+}  // namespace kiln

@@ -1,0 +1,108 @@
+// Errors as values: a Status or an Expected<T> carries a message and, for user errors, a source location.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace kiln {
+
+// Where something came from in a .kiln file. An empty file means "no location" (built in C++).
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+
+  bool known() const { return line > 0; }
+};
+
+// A user-facing error: "file:line:col: error: message", or "error: message" without a location.
+class Error {
+ public:
+  Error() = default;
+  explicit Error(std::string message, SourceLoc loc = {}) : message_(std::move(message)), loc_(std::move(loc)) {}
+
+  const std::string& message() const { return message_; }
+  const SourceLoc& loc() const { return loc_; }
+  // Attaches a location to an error that has none yet (an inner layer knew what, the outer knows where).
+  Error at(const SourceLoc& loc) const& {
+    Error e = *this;
+    if (!e.loc_.known()) e.loc_ = loc;
+    return e;
+  }
+  std::string str() const;
+
+ private:
+  std::string message_;
+  SourceLoc loc_;
+};
+
+// Success, or an Error.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Error e) : error_(std::move(e)), ok_(false) {}  // NOLINT: implicit on purpose, `return Error(...)`.
+
+  bool ok() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  const Error& error() const {
+    assert(!ok_);
+    return error_;
+  }
+
+ private:
+  Error error_;
+  bool ok_ = true;
+};
+
+// A value or an Error (std::expected arrives in C++23; this is the small part of it kiln needs).
+template <class T>
+class [[nodiscard]] Expected {
+ public:
+  Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit on purpose.
+  Expected(Error e) : v_(std::move(e)) {}      // NOLINT
+  Expected(Status s) : v_(s.error()) {}        // NOLINT: only from a failed Status.
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& operator*() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& operator*() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& operator*() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
+  T* operator->() { return &**this; }
+  const T* operator->() const { return &**this; }
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
+  Status status() const { return ok() ? Status() : Status(error()); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+// Internal invariant violated: a bug in kiln, never the user's fault. Prints and aborts.
+[[noreturn]] void internalError(const char* file, int line, const std::string& what);
+
+}  // namespace kiln
+
+#define KILN_INTERNAL_CHECK(cond, what) \
+  do {                                  \
+    if (!(cond)) ::kiln::internalError(__FILE__, __LINE__, (what)); \
+  } while (0)
+
+// Propagates a failed Status / Expected to the caller.
+#define KILN_TRY(expr)                           \
+  do {                                           \
+    auto kiln_try_status_ = (expr);              \
+    if (!kiln_try_status_.ok()) return kiln_try_status_.error(); \
+  } while (0)

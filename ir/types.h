@@ -1,0 +1,49 @@
+// Element types, shapes and tensor types: the static type of every value in the IR.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+enum class DType : uint8_t { Bool, I8, I32, I64, F16, BF16, F32, F64 };
+
+inline constexpr DType kAllDTypes[] = {DType::Bool, DType::I8,   DType::I32, DType::I64,
+                                       DType::F16,  DType::BF16, DType::F32, DType::F64};
+
+std::string_view dtypeName(DType t);
+std::optional<DType> parseDType(std::string_view name);
+size_t dtypeSize(DType t);
+inline bool isFloat(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64; }
+inline bool isInt(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64; }
+inline bool isNum(DType t) { return isFloat(t) || isInt(t); }
+
+// Static dimensions, outermost first. An empty shape is a scalar.
+using Shape = std::vector<int64_t>;
+
+int64_t numElements(const Shape& s);
+std::string shapeStr(const Shape& s);  // "[64,128]"
+// Row-major strides in elements.
+std::vector<int64_t> rowMajorStrides(const Shape& s);
+
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape shape;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  int64_t numElements() const { return kiln::numElements(shape); }
+  size_t byteSize() const { return static_cast<size_t>(numElements()) * dtypeSize(dtype); }
+  std::string str() const;  // "f32[64,128]", the text format's spelling
+  bool operator==(const TensorType&) const = default;
+};
+
+// Half-precision storage formats; arithmetic happens in float.
+uint16_t floatToHalf(float f);   // round to nearest even
+float halfToFloat(uint16_t h);
+uint16_t floatToBFloat16(float f);  // round to nearest even, NaN stays NaN
+float bfloat16ToFloat(uint16_t b);
+
+}  // namespace kiln

@@ -1,0 +1,27 @@
+// Backends that run a function: the reference interpreter today; the CPU (LLVM ORC JIT) and CUDA
+// backends arrive with the codegen and runtime issues. `auto` picks the best one available.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/tensor.h"
+
+namespace kiln {
+
+enum class Backend { Interp, Cpu, Cuda, Auto };
+
+std::string_view backendName(Backend b);
+std::optional<Backend> parseBackend(std::string_view name);
+
+// Resolves `requested` to a backend that can run here: Auto becomes the best one available; a
+// backend that is not built, or whose device is missing, is an error that says so and what to use.
+Expected<Backend> resolveBackend(Backend requested);
+
+// Runs `function` on `inputs` with `backend` (resolved first).
+Expected<std::vector<Tensor>> runFunction(const Function& function, const std::vector<Tensor>& inputs, Backend backend);
+
+}  // namespace kiln

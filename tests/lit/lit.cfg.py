@@ -1,0 +1,19 @@
+# lit configuration: .kiln files with RUN: lines, checked with FileCheck (as LLVM and MLIR test).
+import os
+import lit.formats
+
+config.name = "kiln"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".kiln", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(os.path.dirname(config.kiln_bin_dir), "tests", "lit-out")
+config.excludes = ["Inputs"]
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.kiln_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Sanitizer builds: leaks are findings, and reports should name source lines.
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+config.substitutions.append(("%examples", os.path.join(config.kiln_source_dir, "examples")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
