@@ -9,9 +9,15 @@
 
 namespace kiln {
 
+struct InterpretOptions {
+  // A `while` that runs longer than this stops with an error instead of hanging the process.
+  int64_t maxWhileIterations = 10'000'000;
+};
+
 // Runs `function` on `inputs` (one per parameter, with the parameter's exact type) and returns
 // its results. Wrong inputs and run-time errors (a gather index out of range, an integer division
 // by zero, a label outside [0,K)) are errors that name the op and its source location.
-Expected<std::vector<Tensor>> interpret(const Function& function, const std::vector<Tensor>& inputs);
+Expected<std::vector<Tensor>> interpret(const Function& function, const std::vector<Tensor>& inputs,
+                                        const InterpretOptions& options = {});
 
 }  // namespace kiln
