@@ -21,7 +21,14 @@ std::optional<Backend> parseBackend(std::string_view name);
 // backend that is not built, or whose device is missing, is an error that says so and what to use.
 Expected<Backend> resolveBackend(Backend requested);
 
-// Runs `function` on `inputs` with `backend` (resolved first).
-Expected<std::vector<Tensor>> runFunction(const Function& function, const std::vector<Tensor>& inputs, Backend backend);
+struct RunOptions {
+  Backend backend = Backend::Auto;
+  // A `while` that runs longer than this stops with an error instead of hanging.
+  int64_t maxWhileIterations = 10'000'000;
+};
+
+// Runs `function` on `inputs` (one per parameter, exact types) on the resolved backend.
+Expected<std::vector<Tensor>> runFunction(const Function& function, const std::vector<Tensor>& inputs,
+                                          const RunOptions& options = {});
 
 }  // namespace kiln

@@ -1,0 +1,55 @@
+// The `kiln` command: dispatches to a subcommand (check, print, run, ops).
+#include <fmt/format.h>
+#include <llvm/Config/llvm-config.h>
+
+#include <string>
+#include <vector>
+
+#include "tools/cli.h"
+
+namespace {
+
+using kiln::cli::Command;
+
+std::vector<Command> commands() {
+  return {kiln::cli::checkCommand(), kiln::cli::printCommand(), kiln::cli::runCommand(), kiln::cli::opsCommand()};
+}
+
+void printTopLevelHelp() {
+  fmt::print(
+      "kiln: a JIT compiler from tensor graphs to GPU kernels\n\n"
+      "usage: kiln COMMAND [ARGS]\n\ncommands:\n");
+  for (const Command& c : commands()) fmt::print("  {:<8} {}\n", c.name, c.summary);
+  fmt::print(
+      "\n`kiln COMMAND --help` lists a command's flags. `kiln --version` prints the versions.\n"
+      "The .kiln format and every op are described in docs/ir.md.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    printTopLevelHelp();
+    return args.empty() ? kiln::cli::kExitUsage : kiln::cli::kExitOk;
+  }
+  if (args[0] == "--version") {
+    fmt::print("kiln 0.1.0 (LLVM {})\n", LLVM_VERSION_STRING);
+    return kiln::cli::kExitOk;
+  }
+  for (const Command& c : commands()) {
+    if (c.name != args[0]) continue;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    for (const std::string& a : rest) {
+      if (a == "--help" || a == "-h") {
+        fmt::print("{}", kiln::cli::helpText(c));
+        return kiln::cli::kExitOk;
+      }
+    }
+    auto parsed = kiln::cli::parseArgs(c, rest);
+    if (!parsed) return kiln::cli::kExitUsage;
+    return c.run(*parsed);
+  }
+  fmt::print(stderr, "kiln: unknown command '{}' (commands: check, print, run, ops; see `kiln --help`)\n", args[0]);
+  return kiln::cli::kExitUsage;
+}

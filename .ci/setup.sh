@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what kiln needs to build and test on a fresh Debian 12 machine: LLVM 19 (the shared
+# library, NVPTX target, FileCheck and lit), fmt, GoogleTest, CMake, Ninja, and NumPy for the
+# differential tests. Safe to run again; needs root or sudo for apt-get.
+set -euo pipefail
+
+packages=(build-essential cmake ninja-build python3 python3-pip
+          llvm-19-dev llvm-19-tools libfmt-dev libgtest-dev)
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# NumPy computes the reference results of the end-to-end tests (tests/lit/run).
+if ! python3 -c "import numpy" 2>/dev/null; then
+  echo "setup: installing numpy for $(command -v python3)"
+  python3 -m pip install --quiet numpy 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages numpy
+fi
+echo "setup: ok (LLVM $(/usr/lib/llvm-19/bin/llvm-config --version), $(python3 -c 'import numpy; print("numpy", numpy.__version__)'))"

@@ -1,0 +1,81 @@
+// Flag parsing and help text shared by every subcommand.
+#include "tools/cli.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace kiln::cli {
+
+std::optional<std::string> Args::get(const std::string& flag) const {
+  auto it = flags.find(flag);
+  if (it == flags.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+const std::vector<std::string>& Args::all(const std::string& flag) const {
+  static const std::vector<std::string> none;
+  auto it = flags.find(flag);
+  return it == flags.end() ? none : it->second;
+}
+
+int usageError(const Command& command, const std::string& message) {
+  fmt::print(stderr, "kiln {}: {}\n(see `kiln {} --help`)\n", command.name, message, command.name);
+  return kExitUsage;
+}
+
+std::optional<Args> parseArgs(const Command& command, const std::vector<std::string>& argv) {
+  Args args;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.size() < 2 || a[0] != '-' || a == "--") {
+      args.positional.push_back(a);
+      continue;
+    }
+    std::string name = a, value;
+    bool inlineValue = false;
+    if (auto eq = a.find('='); eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      inlineValue = true;
+    }
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& f : command.flags)
+      if (f.name == name) spec = &f;
+    if (!spec) {
+      usageError(command, "unknown flag '" + name + "'");
+      return std::nullopt;
+    }
+    if (spec->valueName.empty()) {
+      if (inlineValue) {
+        usageError(command, name + " takes no value");
+        return std::nullopt;
+      }
+    } else if (!inlineValue) {
+      if (i + 1 >= argv.size()) {
+        usageError(command, name + " needs a value (" + name + " " + spec->valueName + ")");
+        return std::nullopt;
+      }
+      value = argv[++i];
+    }
+    if (!spec->repeatable && args.has(name)) {
+      usageError(command, name + " given twice");
+      return std::nullopt;
+    }
+    args.flags[name].push_back(value);
+  }
+  return args;
+}
+
+std::string helpText(const Command& command) {
+  std::string out = fmt::format("usage: {}\n\n{}\n", command.usage, command.description);
+  if (command.flags.empty()) return out;
+  out += "\nflags:\n";
+  for (const FlagSpec& f : command.flags) {
+    std::string left = f.name + (f.valueName.empty() ? "" : " " + f.valueName);
+    out += fmt::format("  {:<24} {}{}\n", left, f.help, f.repeatable ? " (repeatable)" : "");
+  }
+  return out;
+}
+
+}  // namespace kiln::cli

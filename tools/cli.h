@@ -1,0 +1,70 @@
+// The `kiln` command's plumbing: subcommands, their flags and help text, and flag parsing.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+// Exit codes: 0 success, 1 the input was bad (diagnostics printed), 2 the command line was bad.
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+struct FlagSpec {
+  std::string name;         // "--backend"
+  std::string valueName;    // "NAME"; empty for a boolean switch
+  std::string help;
+  bool repeatable = false;
+};
+
+// A parsed command line: positional arguments and flag values (repeatable flags keep them all).
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> flags;
+
+  bool has(const std::string& flag) const { return flags.count(flag) > 0; }
+  std::optional<std::string> get(const std::string& flag) const;
+  const std::vector<std::string>& all(const std::string& flag) const;
+};
+
+struct Command {
+  std::string name;
+  std::string summary;  // one line for `kiln --help`
+  std::string usage;    // "kiln run FILE [flags]"
+  std::string description;
+  std::vector<FlagSpec> flags;
+  std::function<int(const Args&)> run;
+};
+
+// Parses argv (after the command name) against the command's flags. `--flag value` and
+// `--flag=value` both work; `-` alone is a positional argument (stdin). On error prints the
+// problem and a pointer to --help, and returns nullopt.
+std::optional<Args> parseArgs(const Command& command, const std::vector<std::string>& argv);
+std::string helpText(const Command& command);
+// Prints "kiln <command>: <message>" on stderr and returns kExitUsage.
+int usageError(const Command& command, const std::string& message);
+
+// The subcommands, each in its own file.
+Command checkCommand();
+Command printCommand();
+Command runCommand();
+Command opsCommand();
+
+}  // namespace kiln::cli
+
+#include <memory>
+
+#include "ir/ir.h"
+
+namespace kiln::cli {
+
+// Parses a .kiln file, or standard input for "-"; errors come back located.
+Expected<std::unique_ptr<Module>> loadModule(const std::string& path);
+// Prints an error the way compilers do (file:line:col: error: ...) on stderr.
+void reportError(const Error& error);
+
+}  // namespace kiln::cli

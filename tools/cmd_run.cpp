@@ -1,0 +1,194 @@
+// `kiln run`: run a function on given or random inputs, show the results, optionally save them.
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "ir/npy.h"
+#include "runtime/backend.h"
+#include "runtime/random_inputs.h"
+#include "tools/cli.h"
+#include "tools/result_report.h"
+
+namespace kiln::cli {
+
+namespace {
+
+std::string paramList(const Function& f) {
+  std::string s;
+  for (Value* p : f.params()) s += (s.empty() ? "%" : ", %") + p->name();
+  return s.empty() ? "none" : s;
+}
+
+std::string functionList(const Module& m) {
+  std::string s;
+  for (const auto& f : m.functions()) s += (s.empty() ? "@" : ", @") + f->name();
+  return s;
+}
+
+template <class T>
+std::optional<T> parseInteger(const std::string& text) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used != text.size() || v < 0) return std::nullopt;
+    return static_cast<T>(v);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// Reads each --input NAME=PATH.npy into its parameter's slot; reports the first problem.
+bool loadInputs(const Command& c, const Args& args, const Function& f, std::vector<std::optional<Tensor>>& inputs,
+                std::vector<std::string>& sources) {
+  std::vector<Value*> params = f.params();
+  for (const std::string& spec : args.all("--input")) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      usageError(c, "--input takes NAME=PATH.npy, got '" + spec + "'");
+      return false;
+    }
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    if (name[0] == '%') name.erase(0, 1);
+    auto it = std::find_if(params.begin(), params.end(), [&](Value* p) { return p->name() == name; });
+    if (it == params.end()) {
+      usageError(c, "--input " + spec + ": @" + f.name() + " has no parameter %" + name + " (parameters: " +
+                        paramList(f) + ")");
+      return false;
+    }
+    size_t index = static_cast<size_t>(it - params.begin());
+    if (inputs[index]) {
+      usageError(c, "--input: parameter %" + name + " is given twice");
+      return false;
+    }
+    auto tensor = readNpy(path);
+    if (!tensor) {
+      reportError(tensor.error());
+      return false;
+    }
+    const TensorType& want = params[index]->type();
+    if (tensor->type() != want) {
+      reportError(Error(path + ": parameter %" + name + " of @" + f.name() + " is " + want.str() + ", the file holds " +
+                        tensor->type().str() + (tensor->dtype() != want.dtype
+                                                    ? " (convert with arr.astype(...) in NumPy)"
+                                                    : " (reshape it in NumPy)")));
+      return false;
+    }
+    inputs[index] = std::move(*tensor);
+    sources[index] = "from " + path;
+  }
+  return true;
+}
+
+int run(const Command& c, const Args& args) {
+  if (args.positional.size() != 1)
+    return usageError(c, args.positional.empty() ? "missing FILE" : "expected one FILE, got " + std::to_string(args.positional.size()));
+  RunOptions options;
+  if (auto name = args.get("--backend")) {
+    auto b = parseBackend(*name);
+    if (!b) return usageError(c, "unknown backend '" + *name + "' (expected interp, cpu, cuda or auto)");
+    options.backend = *b;
+  }
+  uint64_t seed = 0;
+  if (auto s = args.get("--seed")) {
+    auto v = parseInteger<uint64_t>(*s);
+    if (!v) return usageError(c, "--seed takes a non-negative integer, got '" + *s + "'");
+    seed = *v;
+  }
+  if (auto s = args.get("--max-iterations")) {
+    auto v = parseInteger<int64_t>(*s);
+    if (!v || *v == 0) return usageError(c, "--max-iterations takes a positive integer, got '" + *s + "'");
+    options.maxWhileIterations = *v;
+  }
+  auto backend = resolveBackend(options.backend);
+  if (!backend) {
+    reportError(backend.error());
+    return kExitError;
+  }
+
+  auto module = loadModule(args.positional[0]);
+  if (!module) {
+    reportError(module.error());
+    return kExitError;
+  }
+  Function* f = (*module)->entry();
+  if (auto entry = args.get("--entry")) {
+    std::string name = (*entry)[0] == '@' ? entry->substr(1) : *entry;
+    f = (*module)->lookup(name);
+    if (!f) {
+      reportError(Error("no function @" + name + " in " + args.positional[0] + " (functions: " + functionList(**module) + ")"));
+      return kExitError;
+    }
+  }
+  if (!f) {
+    reportError(Error(args.positional[0] + " has no functions"));
+    return kExitError;
+  }
+
+  std::vector<Value*> params = f->params();
+  std::vector<std::optional<Tensor>> given(params.size());
+  std::vector<std::string> sources(params.size());
+  if (!loadInputs(c, args, *f, given, sources)) return kExitError;
+  std::vector<Tensor> random = randomInputs(*f, seed);
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!given[i]) sources[i] = fmt::format("random (seed {})", seed);
+    inputs.push_back(given[i] ? std::move(*given[i]) : std::move(random[i]));
+  }
+
+  fmt::print("@{} on {}\n", f->name(), backendName(*backend));
+  for (size_t i = 0; i < params.size(); ++i)
+    fmt::print("input %{}: {}  {}\n", params[i]->name(), params[i]->type().str(), sources[i]);
+
+  options.backend = *backend;
+  auto results = runFunction(*f, inputs, options);
+  if (!results) {
+    reportError(results.error());
+    return kExitError;
+  }
+
+  std::optional<std::string> outDir = args.get("--out");
+  if (outDir) {
+    std::error_code ec;
+    std::filesystem::create_directories(*outDir, ec);
+    if (ec) {
+      reportError(Error("cannot create --out directory '" + *outDir + "': " + ec.message()));
+      return kExitError;
+    }
+  }
+  for (size_t i = 0; i < results->size(); ++i) {
+    const Tensor& r = (*results)[i];
+    fmt::print("result {}: {}\n  values   {}\n  checksum {}\n", i, r.type().str(), leadingValues(r), checksum(r));
+    if (!outDir) continue;
+    std::string path = (std::filesystem::path(*outDir) / fmt::format("result_{}.npy", i)).string();
+    if (Status s = writeNpy(path, r); !s) {
+      reportError(s.error());
+      return kExitError;
+    }
+    fmt::print("  saved    {}\n", path);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command runCommand() {
+  Command c{"run", "run a function on given or random inputs",
+            "kiln run FILE [--entry NAME] [--backend interp|cpu|cuda|auto] [--input NAME=PATH.npy]... [--seed N] [--out DIR]",
+            "Runs the entry function of FILE (@main, else the first; - reads standard input). Each\n"
+            "parameter takes its value from --input NAME=PATH.npy (a NumPy .npy file of exactly the\n"
+            "parameter's type) or, if none is given, from a deterministic random generator: floats in\n"
+            "[-1, 1), integers in [0, 10) or in range for the gather/cross-entropy they feed, bools.\n"
+            "Prints each result's type, its first values and checksums; --out DIR also writes result i\n"
+            "to DIR/result_<i>.npy. Exits 1 with a located message on a bad file, input or run-time error.",
+            {{"--entry", "NAME", "function to run (default @main, else the first)"},
+             {"--backend", "NAME", "interp, cpu, cuda or auto (default auto: the best one built and usable here)"},
+             {"--input", "NAME=PATH", "take parameter %NAME from a .npy file", true},
+             {"--seed", "N", "seed for the random inputs (default 0)"},
+             {"--out", "DIR", "write result i to DIR/result_<i>.npy"},
+             {"--max-iterations", "N", "stop a `while` after N iterations with an error (default 10000000)"}},
+            nullptr};
+  c.run = [c](const Args& args) { return run(c, args); };
+  return c;
+}
+
+}  // namespace kiln::cli
