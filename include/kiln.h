@@ -17,3 +17,4 @@
 #include "ir/tensor.h"
 #include "ir/verifier.h"
 #include "runtime/backend.h"
+#include "runtime/random_inputs.h"

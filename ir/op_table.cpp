@@ -60,7 +60,9 @@ constexpr int kAny = -1;
 AttrSpec required(std::string_view name, AttrKind kind) { return {name, kind, std::nullopt, true}; }
 AttrSpec optional(std::string_view name, AttrKind kind, Attr def) { return {name, kind, std::move(def), false}; }
 // Optional, with a default that depends on other attributes or operands (documented per op).
-AttrSpec computed(std::string_view name, AttrKind kind) { return {name, kind, std::nullopt, false}; }
+AttrSpec computed(std::string_view name, AttrKind kind, std::string_view what) {
+  return {name, kind, std::nullopt, false, what};
+}
 
 std::vector<OpInfo> buildTable() {
   auto unary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 1, 1, 0, d, {}, infer::unary}; };
@@ -68,7 +70,7 @@ std::vector<OpInfo> buildTable() {
   auto compare = [](K k, std::string_view n) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, D::Num, {}, infer::compare}; };
   auto reduce = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
-                  {computed("axes", A::List), optional("keepdims", A::Bool, false)}, infer::reduce};
+                  {computed("axes", A::List, "all axes"), optional("keepdims", A::Bool, false)}, infer::reduce};
   };
   auto argReduce = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
@@ -76,7 +78,7 @@ std::vector<OpInfo> buildTable() {
   };
   auto pool = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Library, 1, 1, 0, D::Float,
-                  {required("kernel", A::List), computed("strides", A::List), optional("pads", A::List, Attr::ints({0, 0, 0, 0}))},
+                  {required("kernel", A::List), computed("strides", A::List, "kernel"), optional("pads", A::List, Attr::ints({0, 0, 0, 0}))},
                   infer::pool2d};
   };
   std::vector<OpInfo> t = {
@@ -112,7 +114,7 @@ std::vector<OpInfo> buildTable() {
       {K::BroadcastTo, "broadcast_to", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::broadcastTo},
       {K::Concat, "concat", C::Layout, 1, kAny, 0, D::Any, {required("axis", A::Int)}, infer::concat},
       {K::Slice, "slice", C::Layout, 1, 1, 0, D::Any,
-       {required("starts", A::List), required("ends", A::List), computed("axes", A::List), computed("steps", A::List)},
+       {required("starts", A::List), required("ends", A::List), computed("axes", A::List, "[0, 1, ...]"), computed("steps", A::List, "1s")},
        infer::slice},
       {K::Gather, "gather", C::Layout, 2, 2, 0, D::Any, {optional("axis", A::Int, 0)}, infer::gather},
       {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad},
@@ -148,7 +150,20 @@ bool attrKindMatches(const Attr& a, AttrKind want) {
   return a.kind() == want;
 }
 
-std::string attrKindWanted(AttrKind k) { return k == AttrKind::List ? "a list of integers" : "a " + std::string(attrKindName(k)); }
+std::string attrKindWanted(AttrKind k) {
+  if (k == AttrKind::List) return "a list of integers";
+  return (k == AttrKind::Int ? "an " : "a ") + std::string(attrKindName(k));
+}
+
+}  // namespace
+
+Status checkAttribute(const OpInfo& info, std::string_view name, const Attr& value) {
+  const AttrSpec* spec = info.findAttr(name);
+  if (!spec) return Error("unknown attribute '" + std::string(name) + "' (" + expectedAttrNames(info) + ")");
+  if (!attrKindMatches(value, spec->kind))
+    return Error("attribute '" + std::string(name) + "' must be " + attrKindWanted(spec->kind) + ", got " + value.str());
+  return {};
+}
 
 Status checkAgainstTable(const Op& op) {
   const OpInfo& info = op.info();
@@ -161,18 +176,11 @@ Status checkAgainstTable(const Op& op) {
   }
   if (static_cast<int>(op.numRegions()) != info.numRegions)
     return Error("expected " + std::to_string(info.numRegions) + " region(s), got " + std::to_string(op.numRegions()));
-  for (const auto& [name, value] : op.attrs()) {
-    const AttrSpec* spec = info.findAttr(name);
-    if (!spec) return Error("unknown attribute '" + name + "' (" + expectedAttrNames(info) + ")");
-    if (!attrKindMatches(value, spec->kind))
-      return Error("attribute '" + name + "' must be " + attrKindWanted(spec->kind) + ", got " + value.str());
-  }
+  for (const auto& [name, value] : op.attrs()) KILN_TRY(checkAttribute(info, name, value));
   for (const AttrSpec& spec : info.attrs)
     if (spec.required && !op.findAttr(spec.name)) return Error("missing attribute '" + std::string(spec.name) + "'");
   return {};
 }
-
-}  // namespace
 
 const std::vector<OpInfo>& allOps() {
   static const std::vector<OpInfo> table = buildTable();

@@ -59,8 +59,9 @@ std::string_view dtypeSetName(DTypeSet set);  // "float", "num", ...
 struct AttrSpec {
   std::string_view name;
   AttrKind kind;                    // List means a list of integers
-  std::optional<Attr> defaultValue;  // nullopt: required, or a default computed by the op (see doc)
+  std::optional<Attr> defaultValue;  // nullopt: required, or a default computed by the op
   bool required;
+  std::string_view computedDefault = {};  // for a computed default, what it is ("all axes")
 };
 
 // Result types of an op from its operands, attributes and regions. `annotated` holds the result
@@ -85,6 +86,13 @@ const OpInfo& opInfo(OpKind kind);
 std::optional<OpKind> lookupOp(std::string_view name);
 // Every op, in table order (for tests and `kiln ops`-style listings).
 const std::vector<OpInfo>& allOps();
+
+// Checks one attribute against the op's table entry: a known name and a value of the right kind.
+// Unprefixed message (the parser calls it to point at the attribute's name).
+Status checkAttribute(const OpInfo& info, std::string_view name, const Attr& value);
+// Checks operand and region counts, attribute names and kinds, and that required attributes are set.
+// Unprefixed message; inferResultTypes runs it first.
+Status checkAgainstTable(const Op& op);
 
 // Checks operand count, attribute names and kinds against the table, then infers result types.
 // Errors say what was expected, prefixed with the op's name, without a location.

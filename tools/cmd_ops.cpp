@@ -38,6 +38,7 @@ Command opsCommand() {
         attrs += std::string(a.name);
         if (a.required) attrs += " (required)";
         else if (a.defaultValue) attrs += " = " + a.defaultValue->str();
+        else attrs += " = " + std::string(a.computedDefault);
       }
       fmt::print("{:<22} {:<12} operands {:<3} {:<6} {}\n", op.name, opClassName(op.cls), arity, dtypesWord(op.dtypes),
                  attrs);

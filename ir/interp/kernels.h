@@ -22,7 +22,7 @@
 namespace kiln::interp {
 
 // ---- elementwise.cpp ----
-Expected<Tensor> unary(const Op& op, const Tensor& x);                     // neg .. gelu, not
+Tensor unary(const Op& op, const Tensor& x);                               // neg .. gelu, not
 Expected<Tensor> binary(const Op& op, const Tensor& a, const Tensor& b);   // arithmetic, compare, logic
 Tensor select(const Op& op, const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor cast(const Op& op, const Tensor& x);
@@ -36,7 +36,7 @@ Tensor layerNorm(const Op& op, const Tensor& x, const Tensor& scale, const Tenso
 Expected<Tensor> softmaxCrossEntropy(const Op& op, const Tensor& logits, const Tensor& labels);
 
 // ---- layout.cpp ----
-Tensor reshape(const Op& op, const Tensor& x);  // also all_reduce with one replica: a plain copy
+Tensor reshape(const Op& op, const Tensor& x);
 Tensor transpose(const Op& op, const Tensor& x);
 Tensor broadcastTo(const Op& op, const Tensor& x);
 Tensor concat(const Op& op, const std::vector<const Tensor*>& xs);

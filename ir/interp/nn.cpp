@@ -1,0 +1,152 @@
+// Dense kernels: matmul, conv2d, max/avg pooling and batch_norm. Float inputs are widened to
+// double once, products are summed in double and each result is rounded once when stored; int
+// matmul wraps modulo 2^64 and then to its width.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "ir/interp/kernels.h"
+#include "ir/shape_rules.h"
+
+namespace kiln::interp {
+
+namespace {
+
+// One M x K times K x N row-major product; store(i, v) receives element i of the M x N result.
+template <class T, class Store>
+void matmulBlock(const T* a, const T* b, int64_t m, int64_t k, int64_t n, std::vector<T>& acc, Store store) {
+  for (int64_t i = 0; i < m; ++i) {
+    acc.assign(static_cast<size_t>(n), T(0));
+    for (int64_t p = 0; p < k; ++p) {
+      T av = a[i * k + p];
+      const T* brow = b + p * n;
+      for (int64_t j = 0; j < n; ++j) {
+        if constexpr (std::is_same_v<T, int64_t>) acc[j] = wrappingAdd(acc[j], wrappingMul(av, brow[j]));
+        else acc[j] += av * brow[j];
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) store(i * n + j, acc[j]);
+  }
+}
+
+}  // namespace
+
+// NumPy matmul: a 1-D a is a row [1,K], a 1-D b a column [K,1] (those dims are dropped from the
+// result); leading batch dims broadcast.
+Tensor matmul(const Op& op, const Tensor& a, const Tensor& b) {
+  Tensor out(op.result()->type());
+  Shape as = a.rank() == 1 ? Shape{1, a.shape()[0]} : a.shape();
+  Shape bs = b.rank() == 1 ? Shape{b.shape()[0], 1} : b.shape();
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
+  Shape batch = *broadcastShapes(batchA, batchB);
+  std::vector<int64_t> ia = broadcastIndices(batchA, batch), ib = broadcastIndices(batchB, batch);
+  // Dropping 1-D promotion's unit dims leaves row-major order unchanged: out is [batch.., m, n].
+  if (isInt(out.dtype())) {
+    std::vector<int64_t> av = toInts(a), bv = toInts(b), acc;
+    for (size_t bi = 0; bi < ia.size(); ++bi) {
+      int64_t outBase = static_cast<int64_t>(bi) * m * n;
+      matmulBlock<int64_t>(av.data() + ia[bi] * m * k, bv.data() + ib[bi] * k * n, m, k, n, acc,
+                           [&](int64_t i, int64_t v) { out.setInt(outBase + i, v); });
+    }
+  } else {
+    std::vector<double> av = toDoubles(a), bv = toDoubles(b), acc;
+    for (size_t bi = 0; bi < ia.size(); ++bi) {
+      int64_t outBase = static_cast<int64_t>(bi) * m * n;
+      matmulBlock<double>(av.data() + ia[bi] * m * k, bv.data() + ib[bi] * k * n, m, k, n, acc,
+                          [&](int64_t i, double v) { out.setDouble(outBase + i, v); });
+    }
+  }
+  return out;
+}
+
+// ONNX Conv (cross-correlation): out[n,o,y,x] = sum over c, ky, kx of
+//   in[n, g*C/groups + c, y*sy - top + ky*dy, x*sx - left + kx*dx] * w[o, c, ky, kx]
+// with g = o / (O/groups) and out-of-range input positions reading zero padding.
+Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
+  Tensor out(op.result()->type());
+  std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
+  int64_t groups = op.intAttr("groups");
+  const Shape& xs = x.shape();
+  const Shape& ws = w.shape();
+  int64_t batch = xs[0], channels = xs[1], height = xs[2], width = xs[3];
+  int64_t outChannels = ws[0], groupChannels = ws[1], kh = ws[2], kw = ws[3];
+  int64_t outH = out.shape()[2], outW = out.shape()[3];
+  int64_t outPerGroup = outChannels / groups;
+  std::vector<double> xv = toDoubles(x), wv = toDoubles(w);
+  int64_t index = 0;
+  for (int64_t nb = 0; nb < batch; ++nb)
+    for (int64_t o = 0; o < outChannels; ++o)
+      for (int64_t oy = 0; oy < outH; ++oy)
+        for (int64_t ox = 0; ox < outW; ++ox) {
+          int64_t firstChannel = (o / outPerGroup) * groupChannels;
+          double sum = 0;
+          for (int64_t c = 0; c < groupChannels; ++c)
+            for (int64_t ky = 0; ky < kh; ++ky) {
+              int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
+              if (iy < 0 || iy >= height) continue;
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
+                if (ix < 0 || ix >= width) continue;
+                double xval = xv[((nb * channels + firstChannel + c) * height + iy) * width + ix];
+                sum += xval * wv[((o * groupChannels + c) * kh + ky) * kw + kx];
+              }
+            }
+          out.setDouble(index++, sum);
+        }
+  return out;
+}
+
+// Padding never takes part: max_pool2d is the max of the window's real elements (a NaN wins, as
+// in max), avg_pool2d their mean (count_include_pad = false). pads < kernel (checked by the
+// verifier) guarantees every window holds at least one real element.
+Tensor pool2d(const Op& op, const Tensor& x) {
+  Tensor out(op.result()->type());
+  std::vector<int64_t> kernel = op.intsAttr("kernel");
+  std::vector<int64_t> strides = kernel;
+  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
+  std::vector<int64_t> pads = op.intsAttr("pads");
+  bool isMax = op.kind() == OpKind::MaxPool2d;
+  const Shape& xs = x.shape();
+  int64_t planes = xs[0] * xs[1], height = xs[2], width = xs[3];
+  int64_t outH = out.shape()[2], outW = out.shape()[3];
+  int64_t index = 0;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oy = 0; oy < outH; ++oy)
+      for (int64_t ox = 0; ox < outW; ++ox) {
+        double acc = isMax ? -INFINITY : 0.0;
+        int64_t count = 0;
+        for (int64_t ky = 0; ky < kernel[0]; ++ky) {
+          int64_t iy = oy * strides[0] - pads[0] + ky;
+          if (iy < 0 || iy >= height) continue;
+          for (int64_t kx = 0; kx < kernel[1]; ++kx) {
+            int64_t ix = ox * strides[1] - pads[1] + kx;
+            if (ix < 0 || ix >= width) continue;
+            double v = x.getDouble((p * height + iy) * width + ix);
+            if (!isMax) acc += v;
+            else if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
+            else acc = std::max(acc, v);
+            ++count;
+          }
+        }
+        out.setDouble(index++, isMax ? acc : acc / static_cast<double>(count));
+      }
+  return out;
+}
+
+// Inference form over axis 1: y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c].
+Tensor batchNorm(const Op& op, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                 const Tensor& var) {
+  Tensor out(op.result()->type());
+  double epsilon = op.floatAttr("epsilon");
+  AxisSplit s = splitAt(x.shape(), 1);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    int64_t c = (i / s.inner) % s.n;
+    double y = (x.getDouble(i) - mean.getDouble(c)) / std::sqrt(var.getDouble(c) + epsilon);
+    out.setDouble(i, y * scale.getDouble(c) + bias.getDouble(c));
+  }
+  return out;
+}
+
+}  // namespace kiln::interp
