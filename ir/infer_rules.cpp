@@ -199,18 +199,19 @@ Expected<Types> reshape(const Op& op, const Types*) {
       inferred = static_cast<int>(i);
     } else if (shape[i] < 0) {
       return Error("shape " + shapeStr(shape) + " has a negative dimension");
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      return Error("shape " + shapeStr(shape) + " has too many elements");
     }
   }
   if (inferred >= 0) {
     if (known == 0 || t.numElements() % known != 0)
       return Error("cannot infer the -1 in " + shapeStr(shape) + " from " + str(t.numElements()) + " elements");
     shape[inferred] = t.numElements() / known;
+    known *= shape[inferred];
   }
-  if (numElements(shape) != t.numElements())
+  if (known != t.numElements())
     return Error("cannot reshape " + t.str() + " (" + str(t.numElements()) + " elements) to " + shapeStr(shape) + " (" +
-                 str(numElements(shape)) + " elements)");
+                 str(known) + " elements)");
   return Types{{t.dtype, shape}};
 }
 
@@ -248,7 +249,8 @@ Expected<Types> concat(const Op& op, const Types*) {
       compatible = d == *axis || ts[i].shape[d] == ts[0].shape[d];
     if (!compatible)
       return Error("operand shapes " + ts[0].str() + " and " + ts[i].str() + " differ outside axis " + str(*axis));
-    out[*axis] += ts[i].shape[*axis];
+    if (__builtin_add_overflow(out[*axis], ts[i].shape[*axis], &out[*axis]))
+      return Error("the concatenated axis " + str(*axis) + " is too large");
   }
   return Types{{ts[0].dtype, out}};
 }
@@ -281,7 +283,8 @@ Expected<Types> pad(const Op& op, const Types*) {
   KILN_TRY(checkLength(pads, 2 * t.shape.size(), "pads"));
   Shape out = t.shape;
   for (int d = 0; d < t.rank(); ++d) {
-    out[d] += pads[d] + pads[d + t.rank()];
+    if (__builtin_add_overflow(out[d], pads[d], &out[d]) || __builtin_add_overflow(out[d], pads[d + t.rank()], &out[d]))
+      return Error("pads " + Attr::ints(pads).str() + " make axis " + str(d) + " of " + t.str() + " too large");
     if (out[d] < 0) return Error("pads " + Attr::ints(pads).str() + " remove more than axis " + str(d) + " of " + t.str() + " holds");
   }
   return Types{{t.dtype, out}};
@@ -304,7 +307,7 @@ Expected<Types> conv2d(const Op& op, const Types*) {
   if (groups <= 0 || x.shape[1] % groups != 0 || w.shape[0] % groups != 0)
     return Error("groups " + str(groups) + " must divide both input channels " + str(x.shape[1]) + " and output channels " +
                  str(w.shape[0]));
-  if (w.shape[1] * groups != x.shape[1])
+  if (w.shape[1] != x.shape[1] / groups)
     return Error("weights " + w.str() + " expect " + str(w.shape[1] * groups) + " input channels, input " + x.str() + " has " +
                  str(x.shape[1]));
   int64_t h = windowOutputSize(x.shape[2], w.shape[2], strides[0], pads[0], pads[2], dil[0]);

@@ -200,6 +200,8 @@ Expected<std::vector<TensorType>> inferResultTypes(const Op& op, const std::vect
   if (Status s = checkAgainstTable(op); !s) return prefixed(s.error());
   auto types = op.info().infer(op, annotated);
   if (!types) return prefixed(types.error());
+  for (const TensorType& t : *types)
+    if (!shapeWithinLimits(t.shape)) return prefixed(Error("result type " + t.str() + " is too large (the limit is 2^48 elements)"));
   return types;
 }
 

@@ -33,6 +33,16 @@ int64_t numElements(const Shape& s) {
   return n;
 }
 
+bool shapeWithinLimits(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0 || d > kMaxElements) return false;
+    if (n != 0 && d > kMaxElements / n) return false;  // n * d > kMaxElements, without overflowing
+    n *= d;
+  }
+  return true;
+}
+
 std::string shapeStr(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {

@@ -24,6 +24,12 @@ inline bool isNum(DType t) { return isFloat(t) || isInt(t); }
 // Static dimensions, outermost first. An empty shape is a scalar.
 using Shape = std::vector<int64_t>;
 
+// The most elements a tensor type may have, and the largest dimension: far beyond any real
+// tensor, and small enough that shape arithmetic on valid types never overflows int64.
+inline constexpr int64_t kMaxElements = int64_t{1} << 48;
+// True if every dimension and the element count lie in [0, kMaxElements].
+bool shapeWithinLimits(const Shape& s);
+
 int64_t numElements(const Shape& s);
 std::string shapeStr(const Shape& s);  // "[64,128]"
 // Row-major strides in elements.
