@@ -121,17 +121,12 @@ Expected<TensorType> parseType(Cursor& c) {
   c.next();
   if (!c.consumeIf(Tok::LBracket)) return c.unexpected("'[' and a shape after '" + std::string(name.text) + "'");
   TensorType type{*dtype, {}};
-  int64_t elements = 1;
   if (!c.at(Tok::RBracket)) {
     for (;;) {
       const Token& dim = c.peek();
       if (!dim.is(Tok::Int)) return c.unexpected("a dimension (a non-negative integer)");
       if (dim.intValue < 0) return c.error(dim, "dimension must not be negative, got " + std::string(dim.text));
       if (type.rank() == kMaxRank) return c.error(dim, "type has more than " + std::to_string(kMaxRank) + " dimensions");
-      // Checked in a form that cannot overflow: elements * dim <= kMaxElements.
-      if (dim.intValue != 0 && elements > kMaxElements / dim.intValue)
-        return c.error(name, "type has more than 2^48 elements");
-      elements *= dim.intValue;
       type.shape.push_back(dim.intValue);
       c.next();
       if (c.consumeIf(Tok::Comma)) continue;
@@ -140,6 +135,8 @@ Expected<TensorType> parseType(Cursor& c) {
     }
   }
   c.next();
+  if (!shapeWithinLimits(type.shape))
+    return c.error(name, "type " + type.str() + " is too large (the limit is 2^48 elements)");
   return type;
 }
 

@@ -10,11 +10,11 @@
 
 namespace kiln::frontend {
 
-// Limits that keep every input's cost bounded: nesting (recursion depth), rank and element counts
-// (so no shape arithmetic overflows), and the bytes a constant may allocate.
+// Limits that keep every input's cost bounded: nesting (recursion depth), rank (inference is
+// quadratic in it in places), and the bytes a constant may allocate. Element counts are bounded
+// by kMaxElements (ir/types.h), like every type in the IR.
 inline constexpr int kMaxNesting = 256;
 inline constexpr int kMaxRank = 64;
-inline constexpr int64_t kMaxElements = int64_t{1} << 48;
 inline constexpr int64_t kMaxConstantBytes = int64_t{1} << 30;
 
 // DTYPE '[' [INT {',' INT}] ']'

@@ -32,8 +32,11 @@ class Parser {
   Parser(std::string_view text, const std::string& file) : c_(text, file), module_(std::make_unique<Module>()) {}
 
   Expected<std::unique_ptr<Module>> run() {
-    do KILN_TRY(parseFunction());
-    while (!c_.at(Tok::Eof));
+    // A file holds one or more functions, so even an empty one gets "expected 'func'".
+    for (;;) {
+      KILN_TRY(parseFunction());
+      if (c_.at(Tok::Eof)) break;
+    }
     KILN_TRY(verifyModule(*module_));
     return std::move(module_);
   }

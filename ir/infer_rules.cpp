@@ -307,9 +307,11 @@ Expected<Types> conv2d(const Op& op, const Types*) {
   if (groups <= 0 || x.shape[1] % groups != 0 || w.shape[0] % groups != 0)
     return Error("groups " + str(groups) + " must divide both input channels " + str(x.shape[1]) + " and output channels " +
                  str(w.shape[0]));
-  if (w.shape[1] != x.shape[1] / groups)
-    return Error("weights " + w.str() + " expect " + str(w.shape[1] * groups) + " input channels, input " + x.str() + " has " +
-                 str(x.shape[1]));
+  int64_t channels = 0;  // with zero input channels, any positive groups passes the check above
+  bool huge = __builtin_mul_overflow(w.shape[1], groups, &channels);
+  if (huge || channels != x.shape[1])
+    return Error("weights " + w.str() + " expect " + (huge ? str(w.shape[1]) + " x " + str(groups) : str(channels)) +
+                 " input channels, input " + x.str() + " has " + str(x.shape[1]));
   int64_t h = windowOutputSize(x.shape[2], w.shape[2], strides[0], pads[0], pads[2], dil[0]);
   int64_t wd = windowOutputSize(x.shape[3], w.shape[3], strides[1], pads[1], pads[3], dil[1]);
   if (h <= 0 || wd <= 0) return Error("kernel " + w.str() + " is larger than the padded input " + x.str());

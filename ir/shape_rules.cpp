@@ -87,15 +87,17 @@ Expected<std::vector<SliceAxis>> resolveSlice(const Shape& shape, const std::vec
     int64_t start = starts[i], end = ends[i];
     if (start < 0) start += dim;
     if (end < 0) end += dim;
+    // Counted in unsigned arithmetic: step may be any int64, INT64_MIN included.
+    uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
     int64_t count;
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      count = end > start ? (end - start + step - 1) / step : 0;
+      count = end > start ? static_cast<int64_t>(1 + static_cast<uint64_t>(end - start - 1) / stride) : 0;
     } else {
       start = std::clamp<int64_t>(start, -1, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      count = start > end ? (start - end - step - 1) / -step : 0;
+      count = start > end ? static_cast<int64_t>(1 + static_cast<uint64_t>(start - end - 1) / stride) : 0;
     }
     out[*axis] = {count > 0 ? start : 0, step, count};
   }
@@ -121,10 +123,13 @@ Expected<Shape> matmulShape(const Shape& a, const Shape& b) {
 
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin, int64_t padEnd,
                          int64_t dilation) {
-  int64_t span = dilation * (kernel - 1) + 1;
-  int64_t padded = in + padBegin + padEnd;
+  // In 128 bits: the attributes may be any int64 values, and no step here may overflow. A size
+  // beyond int64 saturates (the op table then rejects the type as too large).
+  __int128 span = static_cast<__int128>(dilation) * (static_cast<__int128>(kernel) - 1) + 1;
+  __int128 padded = static_cast<__int128>(in) + padBegin + padEnd;
   if (padded < span) return 0;
-  return (padded - span) / stride + 1;
+  __int128 size = (padded - span) / stride + 1;
+  return size > INT64_MAX ? INT64_MAX : static_cast<int64_t>(size);
 }
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include "runtime/backend.h"
 
 #include "ir/interp/interpreter.h"
+#include "runtime/memory_check.h"
 
 namespace kiln {
 
@@ -39,6 +40,8 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
                                           const RunOptions& options) {
   auto resolved = resolveBackend(options.backend);
   if (!resolved) return resolved.error();
+  // The interpreter holds every tensor in host memory: refuse up front what cannot fit.
+  KILN_TRY(checkTensorsFit(function, hostMemoryBytes()));
   InterpretOptions interpretOptions;
   interpretOptions.maxWhileIterations = options.maxWhileIterations;
   return interpret(function, inputs, interpretOptions);

@@ -5,6 +5,7 @@
 
 #include "ir/npy.h"
 #include "runtime/backend.h"
+#include "runtime/memory_check.h"
 #include "runtime/random_inputs.h"
 #include "tools/cli.h"
 #include "tools/result_report.h"
@@ -124,6 +125,11 @@ int run(const Command& c, const Args& args) {
     return kExitError;
   }
 
+  // Before any input is made: a program whose tensors cannot fit is an error, not a crash.
+  if (Status s = checkTensorsFit(*f, hostMemoryBytes()); !s) {
+    reportError(s.error());
+    return kExitError;
+  }
   std::vector<Value*> params = f->params();
   std::vector<std::optional<Tensor>> given(params.size());
   std::vector<std::string> sources(params.size());

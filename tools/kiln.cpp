@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <llvm/Config/llvm-config.h>
 
+#include <new>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,14 @@ int main(int argc, char** argv) {
     }
     auto parsed = kiln::cli::parseArgs(c, rest);
     if (!parsed) return kiln::cli::kExitUsage;
-    return c.run(*parsed);
+    try {
+      return c.run(*parsed);
+    } catch (const std::bad_alloc&) {
+      // Tensors that fit one by one (checked before running) may still not fit together.
+      fmt::print(stderr, "kiln {}: out of memory: the program's tensors together need more than this machine has\n",
+                 c.name);
+      return kiln::cli::kExitError;
+    }
   }
   fmt::print(stderr, "kiln: unknown command '{}' (commands: check, print, run, ops; see `kiln --help`)\n", args[0]);
   return kiln::cli::kExitUsage;

@@ -1,5 +1,6 @@
 # lit configuration: .kiln files with RUN: lines, checked with FileCheck (as LLVM and MLIR test).
 import os
+import sys
 import lit.formats
 
 config.name = "kiln"
@@ -15,5 +16,7 @@ config.environment["PATH"] = os.pathsep.join(
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# The Python that runs lit (the one CMake found) also runs the NumPy reference scripts.
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%examples", os.path.join(config.kiln_source_dir, "examples")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))

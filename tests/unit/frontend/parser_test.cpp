@@ -340,6 +340,44 @@ TEST(Parser, StringEscapes) {
             "t.kiln:2:33: error: unknown escape sequence '\\t' in string (use \\\", \\\\ or \\n)");
 }
 
+TEST(Parser, LimitsAreErrorsNotCrashes) {
+  // Nesting: regions, attribute lists and constant literals stop at a depth limit.
+  std::string regions = "func @f(%x: f32[]) -> f32[] {\n";
+  for (int i = 0; i < 300; ++i) regions += "%r" + std::to_string(i) + " = while %x (%a" + std::to_string(i) + ": f32[]) cond {\n";
+  EXPECT_EQ(parseError(regions), "t.kiln:258:38: error: regions are nested too deeply (the limit is 256)");
+  std::string deep(100000, '[');
+  EXPECT_EQ(parseError("func @f(%x: f32[]) -> f32[] {\n  %y = reshape %x {shape = " + deep),
+            "t.kiln:2:284: error: list is nested too deeply (the limit is 256)");
+  EXPECT_EQ(parseError("func @f() -> f32[] {\n  %c = constant " + deep),
+            "t.kiln:2:273: error: literal is nested too deeply (the limit is 256)");
+  // Types: rank and size.
+  std::string rank65 = "f32[1";
+  for (int i = 0; i < 64; ++i) rank65 += ",1";
+  EXPECT_EQ(parseError("func @f(%x: " + rank65 + "]) -> () {\n"), "t.kiln:1:145: error: type has more than 64 dimensions");
+  EXPECT_EQ(parseError("func @f(%x: f32[65536,65536,65537]) -> () {\n"),
+            "t.kiln:1:13: error: type f32[65536,65536,65537] is too large (the limit is 2^48 elements)");
+  // Inferred types are held to the same limit.
+  EXPECT_EQ(parseError("func @f(%x: f32[]) -> () {\n  %y = broadcast_to %x {shape = [16777216, 16777217]}\n"),
+            "t.kiln:2:21: error: broadcast_to: result type f32[16777216,16777217] is too large (the limit is 2^48 elements)");
+  // Numbers.
+  EXPECT_EQ(parseError("func @f(%x: f32[9223372036854775808]) -> () {\n"),
+            "t.kiln:1:17: error: integer literal out of range (it must fit in 64 bits)");
+  // A long name is not compared with every op name.
+  std::string longName(100000, 'a');
+  EXPECT_EQ(parseError("func @f() -> () {\n  %y = " + longName + "\n"), "t.kiln:2:8: error: unknown op '" + longName + "'");
+}
+
+TEST(Parser, LongProgramsParse) {
+  // Parsing is linear: a long chain of ops is no problem.
+  std::string text = "func @f(%v0: f32[4]) -> f32[4] {\n";
+  constexpr int kOps = 20000;
+  for (int i = 1; i <= kOps; ++i) text += "  %v" + std::to_string(i) + " = neg %v" + std::to_string(i - 1) + "\n";
+  text += "  return %v" + std::to_string(kOps) + "\n}\n";
+  auto m = parseOk(text);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->entry()->body().ops().size(), static_cast<size_t>(kOps + 1));
+}
+
 TEST(Parser, ParseFileReportsUnreadablePaths) {
   auto missing = parseFile("/nonexistent/dir/x.kiln");
   ASSERT_FALSE(missing.ok());

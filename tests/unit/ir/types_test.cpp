@@ -48,7 +48,9 @@ TEST(Half, ExactValuesAndRounding) {
   // Every half survives a round trip through float.
   for (uint32_t h = 0; h < 0x10000; ++h) {
     float f = halfToFloat(static_cast<uint16_t>(h));
-    if (!std::isnan(f)) EXPECT_EQ(floatToHalf(f), h);
+    if (!std::isnan(f)) {
+      EXPECT_EQ(floatToHalf(f), h);
+    }
   }
 }
 
