@@ -7,14 +7,19 @@
 namespace kiln::cli {
 
 namespace {
-// Both commands take exactly one FILE.
-std::optional<std::string> singleFile(const Command& command, const Args& args) {
-  if (args.positional.size() != 1) {
-    usageError(command, args.positional.empty() ? "missing FILE" : "expected one FILE, got " +
-                                                                       std::to_string(args.positional.size()));
-    return std::nullopt;
+// Both commands take exactly one FILE and do something with its module; `use` is skipped when
+// loading fails, and the exit code says which way it went.
+int withSingleModule(const Command& command, const Args& args, const std::function<void(const Module&)>& use) {
+  if (args.positional.size() != 1)
+    return usageError(command, args.positional.empty() ? "missing FILE"
+                                                       : "expected one FILE, got " + std::to_string(args.positional.size()));
+  auto module = loadModule(args.positional[0]);
+  if (!module) {
+    reportError(module.error());
+    return kExitError;
   }
-  return args.positional[0];
+  use(**module);
+  return kExitOk;
 }
 }  // namespace
 
@@ -24,16 +29,7 @@ Command checkCommand() {
             "verifies the module. Prints nothing and exits 0 when the file is valid; otherwise prints\n"
             "`file:line:col: error: ...` on stderr and exits 1.",
             {}, nullptr};
-  c.run = [c](const Args& args) {
-    auto file = singleFile(c, args);
-    if (!file) return kExitUsage;
-    auto module = loadModule(*file);
-    if (!module) {
-      reportError(module.error());
-      return kExitError;
-    }
-    return kExitOk;
-  };
+  c.run = [c](const Args& args) { return withSingleModule(c, args, [](const Module&) {}); };
   return c;
 }
 
@@ -44,15 +40,7 @@ Command printCommand() {
             "idempotent: `kiln print` of the output gives the same bytes.",
             {}, nullptr};
   c.run = [c](const Args& args) {
-    auto file = singleFile(c, args);
-    if (!file) return kExitUsage;
-    auto module = loadModule(*file);
-    if (!module) {
-      reportError(module.error());
-      return kExitError;
-    }
-    fmt::print("{}", printModule(**module));
-    return kExitOk;
+    return withSingleModule(c, args, [](const Module& m) { fmt::print("{}", printModule(m)); });
   };
   return c;
 }
