@@ -1,8 +1,9 @@
-// Backend selection and dispatch. Only the reference interpreter exists so far; the CPU and CUDA
-// backends are named here so that users get a clear answer instead of an unknown-flag error.
+// Backend selection and dispatch: the reference interpreter and the CPU backend run here; the CUDA
+// backend is named so that users get a clear answer instead of an unknown-flag error.
 #include "runtime/backend.h"
 
 #include "ir/interp/interpreter.h"
+#include "runtime/executable.h"
 #include "runtime/memory_check.h"
 
 namespace kiln {
@@ -26,12 +27,13 @@ std::optional<Backend> parseBackend(std::string_view name) {
 Expected<Backend> resolveBackend(Backend requested) {
   switch (requested) {
     case Backend::Interp: return Backend::Interp;
-    // The best available backend, in order cuda > cpu > interp; only interp is built today.
-    case Backend::Auto: return Backend::Interp;
-    case Backend::Cpu:
-      return Error("the cpu backend (LLVM ORC JIT) is not built yet; use --backend interp (or auto)");
+    // The best available backend, in order cuda > cpu > interp; cuda is not built yet.
+    case Backend::Auto: return Backend::Cpu;
+    case Backend::Cpu: return Backend::Cpu;
     case Backend::Cuda:
-      return Error("the cuda backend (NVPTX + CUDA driver) is not built yet; use --backend interp (or auto)");
+      return Error(
+          "the cuda backend (NVPTX + CUDA driver) is not built yet; use --backend cpu (or auto), and kiln compile "
+          "--target cuda --emit ptx to see the PTX");
   }
   return Error("unknown backend");
 }
@@ -40,8 +42,15 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
                                           const RunOptions& options) {
   auto resolved = resolveBackend(options.backend);
   if (!resolved) return resolved.error();
-  // The interpreter holds every tensor in host memory: refuse up front what cannot fit.
+  // Both host backends hold every tensor in host memory: refuse up front what cannot fit.
   KILN_TRY(checkTensorsFit(function, hostMemoryBytes()));
+  if (*resolved == Backend::Cpu) {
+    auto exe = Executable::compile(function, codegen::CompileOptions{});
+    if (!exe) return exe.error();
+    ExecuteOptions executeOptions;
+    executeOptions.maxWhileIterations = options.maxWhileIterations;
+    return (*exe)->run(inputs, executeOptions);
+  }
   InterpretOptions interpretOptions;
   interpretOptions.maxWhileIterations = options.maxWhileIterations;
   return interpret(function, inputs, interpretOptions);

@@ -1,5 +1,6 @@
-// Backends that run a function: the reference interpreter today; the CPU (LLVM ORC JIT) and CUDA
-// backends arrive with the codegen and runtime issues. `auto` picks the best one available.
+// Backends that run a function: the reference interpreter and the CPU backend (kernels compiled
+// by LLVM and run through ORC's JIT on all cores); CUDA arrives with the runtime issue. `auto`
+// picks the best one available (cuda > cpu > interp).
 #pragma once
 
 #include <optional>

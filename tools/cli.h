@@ -52,6 +52,7 @@ int usageError(const Command& command, const std::string& message);
 Command checkCommand();
 Command printCommand();
 Command runCommand();
+Command compileCommand();
 Command opsCommand();
 
 }  // namespace kiln::cli

@@ -15,19 +15,19 @@ TEST(Backend, NamesRoundTrip) {
   EXPECT_FALSE(parseBackend("gpu").has_value());
 }
 
-TEST(Backend, AutoRunsTheInterpreterUntilCodegenExists) {
+TEST(Backend, AutoPicksTheCpuBackendUntilCudaExists) {
   auto b = resolveBackend(Backend::Auto);
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(*b, Backend::Interp);
+  EXPECT_EQ(*b, Backend::Cpu);
+  EXPECT_EQ(*resolveBackend(Backend::Cpu), Backend::Cpu);
+  EXPECT_EQ(*resolveBackend(Backend::Interp), Backend::Interp);
 }
 
 TEST(Backend, UnbuiltBackendsSaySoAndWhatToUse) {
-  auto cpu = resolveBackend(Backend::Cpu);
-  ASSERT_FALSE(cpu.ok());
-  EXPECT_NE(cpu.error().message().find("not built yet; use --backend interp"), std::string::npos);
   auto cuda = resolveBackend(Backend::Cuda);
   ASSERT_FALSE(cuda.ok());
   EXPECT_NE(cuda.error().message().find("cuda backend"), std::string::npos);
+  EXPECT_NE(cuda.error().message().find("use --backend cpu"), std::string::npos);
 }
 
 TEST(RandomInputs, DeterministicAndInRange) {
@@ -79,16 +79,20 @@ TEST(RunFunction, ChecksInputTypes) {
   EXPECT_FALSE(none.ok());
 }
 
-TEST(RunFunction, RunsOnTheInterpreter) {
+TEST(RunFunction, RunsOnTheInterpreterAndTheCpu) {
   auto m = parseModule("func @main(%x: f32[3]) -> f32[3] {\n  %y = mul %x, %x\n  return %y\n}\n");
   ASSERT_TRUE(m.ok()) << m.error().str();
   Tensor x({DType::F32, {3}});
   for (int i = 0; i < 3; ++i) x.setDouble(i, i + 1.5);
-  auto r = runFunction(*(*m)->entry(), {x});
-  ASSERT_TRUE(r.ok()) << r.error().str();
-  EXPECT_EQ((*r)[0].getDouble(0), 2.25);
-  EXPECT_EQ((*r)[0].getDouble(1), 6.25);
-  EXPECT_EQ((*r)[0].getDouble(2), 12.25);
+  for (Backend b : {Backend::Interp, Backend::Cpu, Backend::Auto}) {
+    RunOptions options;
+    options.backend = b;
+    auto r = runFunction(*(*m)->entry(), {x}, options);
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    EXPECT_EQ((*r)[0].getDouble(0), 2.25);
+    EXPECT_EQ((*r)[0].getDouble(1), 6.25);
+    EXPECT_EQ((*r)[0].getDouble(2), 12.25);
+  }
 }
 
 TEST(RunFunction, WhileIterationLimitStopsRunawayLoops) {

@@ -1,0 +1,23 @@
+// What a compilation is asked for: the target, its architecture and numerics, and dumps.
+#pragma once
+
+#include <string>
+
+namespace kiln::codegen {
+
+enum class Target { Cpu, Cuda };
+
+struct CompileOptions {
+  Target target = Target::Cpu;
+  // NVPTX: the virtual architecture of the PTX. sm_80 PTX loads through the driver's JIT on every
+  // GPU from Ampere on; never an arch-specific `a` variant unless asked for.
+  std::string gpuArch = "sm_80";
+  // Off: IEEE results (no flush-to-zero, correctly rounded division and sqrt). On: approximate
+  // math and reassociation, like nvcc --use_fast_math.
+  bool fastMath = false;
+  // If set, compilation writes every stage here: kiln IR, LLVM IR before and after optimisation,
+  // PTX (cuda) or assembly (cpu), with file names that map each kernel back to its ops.
+  std::string dumpDir;
+};
+
+}  // namespace kiln::codegen

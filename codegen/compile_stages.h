@@ -1,0 +1,27 @@
+// Compiling one function for a target with every stage kept as text: what `kiln compile --emit`
+// prints and what --dump-dir writes. (Running code goes through the runtime's Executable.)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/compile_options.h"
+#include "codegen/kernel_emitter.h"
+#include "ir/ir.h"
+
+namespace kiln::codegen {
+
+struct CompiledStages {
+  std::string unoptimizedIR;  // LLVM IR as the kernel emitter produced it
+  std::string optimizedIR;    // after libdevice linking (cuda) and O3
+  std::string code;           // PTX (cuda) or host assembly (cpu)
+  std::vector<std::string> kernels;  // kernel names, in plan order
+  std::vector<KernelError> errors;   // the error table the kernels' status words index
+};
+
+// Plans `function`, emits its kernels into one LLVM module for options.target, optimises it and
+// generates code. With options.dumpDir set, also writes <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or
+// <fn>.s and the function's kernels.txt entry there (00-input.kiln is the caller's: dumpInput).
+Expected<CompiledStages> compileStages(const Function& function, const CompileOptions& options);
+
+}  // namespace kiln::codegen

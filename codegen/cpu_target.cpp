@@ -1,0 +1,209 @@
+// The host CPU target: kernel ABI, math, TargetMachine, O3 pipeline and assembly output.
+#include "codegen/cpu_target.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <mutex>
+
+#include "codegen/cpu_jit.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+llvm::Intrinsic::ID intrinsicId(MathFn fn) {
+  switch (fn) {
+    case MathFn::Exp: return llvm::Intrinsic::exp;
+    case MathFn::Log: return llvm::Intrinsic::log;
+    case MathFn::Sqrt: return llvm::Intrinsic::sqrt;
+    case MathFn::Sin: return llvm::Intrinsic::sin;
+    case MathFn::Cos: return llvm::Intrinsic::cos;
+    case MathFn::Pow: return llvm::Intrinsic::pow;
+    case MathFn::Floor: return llvm::Intrinsic::floor;
+    case MathFn::Ceil: return llvm::Intrinsic::ceil;
+    case MathFn::Fabs: return llvm::Intrinsic::fabs;
+    default: return llvm::Intrinsic::not_intrinsic;
+  }
+}
+
+// libm names for what LLVM 19 has no intrinsic for (llvm.tanh arrives in LLVM 20).
+std::string libmName(MathFn fn, bool isFloat) {
+  const char* base = fn == MathFn::Tanh ? "tanh" : fn == MathFn::Erf ? "erf" : "log1p";
+  return std::string(base) + (isFloat ? "f" : "");
+}
+
+}  // namespace
+
+llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) {
+  llvm::Type* type = args[0]->getType();
+  if (llvm::Intrinsic::ID id = intrinsicId(fn); id != llvm::Intrinsic::not_intrinsic)
+    return b.CreateIntrinsic(id, {type}, args);
+  llvm::Module* module = b.GetInsertBlock()->getModule();
+  std::vector<llvm::Type*> params(args.size(), type);
+  auto* fnType = llvm::FunctionType::get(type, params, false);
+  llvm::FunctionCallee callee = module->getOrInsertFunction(libmName(fn, type->isFloatTy()), fnType);
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    // As clang with -fno-math-errno: a pure function, so LLVM may hoist, CSE and vectorise around it.
+    f->setDoesNotAccessMemory();
+    f->setDoesNotThrow();
+    f->setWillReturn();
+  }
+  llvm::CallInst* call = b.CreateCall(callee, args);
+  call->setDoesNotAccessMemory();
+  return call;
+}
+
+llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name, int numBuffers,
+                                      int64_t numElements, const ElementBodyFn& body) {
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* ptrTy = llvm::PointerType::get(ctx, 0);
+  auto* i64 = llvm::Type::getInt64Ty(ctx);
+  auto* voidTy = llvm::Type::getVoidTy(ctx);
+
+  // The loop lives in an always-inline helper whose buffer parameters are `noalias`: every buffer
+  // is a distinct allocation (or a read-only slice), and when the inliner folds the helper into
+  // the entry point it turns `noalias` into alias-scope metadata on the loads and stores. That is
+  // what lets the loop vectorizer prove the output does not overlap the inputs.
+  std::vector<llvm::Type*> loopParams(numBuffers + 1, ptrTy);
+  loopParams.push_back(i64);
+  loopParams.push_back(i64);
+  auto* loop = llvm::Function::Create(llvm::FunctionType::get(voidTy, loopParams, false),
+                                      llvm::GlobalValue::InternalLinkage, name + ".loop", module);
+  loop->addFnAttr(llvm::Attribute::AlwaysInline);
+  loop->addFnAttr(llvm::Attribute::NoUnwind);
+  for (int i = 0; i <= numBuffers; ++i) {
+    loop->addParamAttr(i, llvm::Attribute::NoAlias);
+    loop->addParamAttr(i, llvm::Attribute::NoCapture);
+  }
+  {
+    llvm::IRBuilder<> b(ctx);
+    if (fastMath_) b.setFastMathFlags(llvm::FastMathFlags::getFast());
+    auto* entry = llvm::BasicBlock::Create(ctx, "entry", loop);
+    auto* header = llvm::BasicBlock::Create(ctx, "loop", loop);
+    auto* exit = llvm::BasicBlock::Create(ctx, "exit", loop);
+    llvm::Value* begin = loop->getArg(numBuffers + 1);
+    llvm::Value* end = loop->getArg(numBuffers + 2);
+    b.SetInsertPoint(entry);
+    b.CreateCondBr(b.CreateICmpSLT(begin, end), header, exit);
+    b.SetInsertPoint(header);
+    llvm::PHINode* index = b.CreatePHI(i64, 2, "i");
+    index->addIncoming(begin, entry);
+    std::vector<llvm::Value*> buffers;
+    for (int i = 0; i < numBuffers; ++i) buffers.push_back(loop->getArg(i));
+    body(b, buffers, loop->getArg(numBuffers), index);
+    // The body may have opened blocks of its own; the loop continues from wherever it ended.
+    llvm::Value* next = b.CreateAdd(index, b.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+    index->addIncoming(next, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(next, end), header, exit);
+    b.SetInsertPoint(exit);
+    b.CreateRetVoid();
+  }
+
+  // The entry point: unpack the buffer array and call the loop.
+  auto* kernel = llvm::Function::Create(llvm::FunctionType::get(voidTy, {ptrTy, ptrTy, i64, i64}, false),
+                                        llvm::GlobalValue::ExternalLinkage, name, module);
+  kernel->addFnAttr(llvm::Attribute::NoUnwind);
+  kernel->getArg(0)->setName("buffers");
+  kernel->getArg(1)->setName("status");
+  kernel->getArg(2)->setName("begin");
+  kernel->getArg(3)->setName("end");
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", kernel));
+  std::vector<llvm::Value*> args;
+  for (int i = 0; i < numBuffers; ++i) {
+    llvm::Value* slot = b.CreateConstInBoundsGEP1_64(ptrTy, kernel->getArg(0), i);
+    args.push_back(b.CreateLoad(ptrTy, slot, "buf" + std::to_string(i)));
+  }
+  args.push_back(kernel->getArg(1));
+  args.push_back(kernel->getArg(2));
+  args.push_back(kernel->getArg(3));
+  b.CreateCall(loop, args);
+  b.CreateRetVoid();
+  return kernel;
+}
+
+void initializeHostTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(const CompileOptions& options) {
+  llvm::orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(options);
+  auto tm = jtmb.createTargetMachine();
+  if (!tm) return Error("cannot create a target machine for the host: " + llvm::toString(tm.takeError()));
+  return std::move(*tm);
+}
+
+void configureModule(llvm::Module& module, const llvm::TargetMachine& tm) {
+  module.setTargetTriple(tm.getTargetTriple().str());
+  module.setDataLayout(tm.createDataLayout());
+}
+
+Status optimizeModule(llvm::Module& module, llvm::TargetMachine& tm) {
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(module, &os))
+    return Error("internal error: the generated LLVM IR is invalid (a kiln bug): " + problems);
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  // The TM gives the pipeline the host's TargetTransformInfo: vector widths and costs.
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+  if (llvm::verifyModule(module, &os))
+    return Error("internal error: LLVM's optimiser produced invalid IR: " + problems);
+  return {};
+}
+
+std::string printModule(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return text;
+}
+
+Expected<std::string> emitCpuAssembly(llvm::Module& module, llvm::TargetMachine& tm) {
+  // Codegen's IR passes rewrite the module they run on: work on a copy.
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+  copy->setDataLayout(tm.createDataLayout());
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return Error("the host target cannot emit assembly");
+  pm.run(*copy);
+  return std::string(text.str());
+}
+
+Expected<std::string> emitCpuAssembly(llvm::Module& module) {
+  auto tm = createHostTargetMachine(CompileOptions{});
+  if (!tm) return tm.error();
+  return emitCpuAssembly(module, **tm);
+}
+
+}  // namespace kiln::codegen

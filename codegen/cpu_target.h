@@ -1,0 +1,60 @@
+// The host CPU target: kernel ABI and math for x86-64 (or whatever the host is), the host
+// TargetMachine, the O3 pipeline, and host assembly for `kiln compile --target cpu --emit asm`.
+#pragma once
+
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <memory>
+#include <string>
+
+#include "codegen/compile_options.h"
+#include "codegen/target.h"
+#include "ir/status.h"
+
+namespace kiln::codegen {
+
+// The signature of every CPU kernel: `buffers` holds the group's buffer pointers (inputs, then
+// outputs); the kernel computes output elements [begin, end) so a thread pool can split the
+// range, and stores 1 + an error-table index into *status when an element raises a run-time error.
+using CpuKernelFn = void (*)(void* const* buffers, int32_t* status, int64_t begin, int64_t end);
+
+class CpuTarget : public TargetHooks {
+ public:
+  // fastMath: the emitted float instructions carry LLVM's `fast` flags (reassociation, no NaNs...).
+  explicit CpuTarget(bool fastMath = false) : fastMath_(fastMath) {}
+  std::string name() const override { return "cpu"; }
+  // LLVM intrinsics where x86-64 lowers them (to instructions or libm calls), libm otherwise.
+  llvm::Value* emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) override;
+  // Defines `void name(ptr buffers, ptr status, i64 begin, i64 end)` looping over [begin, end).
+  // `numElements` is not baked in: the runtime passes each thread its own range.
+  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numElements,
+                             const ElementBodyFn& body) override;
+
+ private:
+  bool fastMath_;
+};
+
+// Initialises LLVM's native target once per process (safe to call from any thread, any time).
+void initializeHostTarget();
+
+// A TargetMachine for this machine: process triple, host CPU name and features, O3 codegen;
+// `options.fastMath` turns on unsafe FP math, otherwise results are IEEE.
+Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(const CompileOptions& options);
+
+// Sets the module's triple and data layout from `tm` (before emitting into it).
+void configureModule(llvm::Module& module, const llvm::TargetMachine& tm);
+
+// Verifies the module and runs the new pass manager's O3 pipeline with the TM's analyses.
+Status optimizeModule(llvm::Module& module, llvm::TargetMachine& tm);
+
+// The module's LLVM IR as text.
+std::string printModule(const llvm::Module& module);
+
+// Host assembly of an (optimised) module, for `kiln compile --target cpu --emit asm`. Uses a
+// fresh host TargetMachine with default (IEEE) options; codegen does not change the module.
+Expected<std::string> emitCpuAssembly(llvm::Module& module);
+// The same with a given TargetMachine (the one the module was optimised for).
+Expected<std::string> emitCpuAssembly(llvm::Module& module, llvm::TargetMachine& tm);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,125 @@
+// Internal to codegen: the shared element emitter, which computes the value of one element of a
+// kernel group's value at a multi-index, by recursion over the group's ops (XLA's "elemental IR
+// emitter"). The per-family files (emit_*.cpp) lower the ops; this header is what they share.
+//
+// Conventions:
+//  - An index is one i64 per dimension of the value's shape, outermost first.
+//  - Values live in registers in their compute type: bool as i1, ints in their width, f16, bf16
+//    and f32 as float, f64 as double. In memory bool is i8 (0/1), f16 is half and bf16 is i16
+//    (rounded by integer code here, so no target needs a bf16 conversion routine).
+//  - Each op's result is rounded to its dtype before another op of the group reads it, so a
+//    group computes what the interpreter computes op by op.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_emitter.h"
+
+namespace kiln::codegen {
+
+using Index = std::vector<llvm::Value*>;
+using Values = std::vector<llvm::Value*>;
+
+// The errors the kernels of one module can raise; a kernel stores 1 + index into its error word.
+class ErrorTable {
+ public:
+  int add(const Op& op, const std::string& message);
+  std::vector<KernelError> take() { return std::move(errors_); }
+
+ private:
+  std::vector<KernelError> errors_;
+};
+
+class ElementEmitter {
+ public:
+  ElementEmitter(llvm::IRBuilder<>& b, TargetHooks& target, const KernelGroup& group, const Values& buffers,
+                 llvm::Value* status, ErrorTable& errors);
+
+  // Computes every output of the group at linear output index `linear` and stores it.
+  void emitOutputs(llvm::Value* linear);
+
+  // The value of `v` at `index`, in its compute type, rounded to its dtype.
+  llvm::Value* emit(const Value* v, const Index& index);
+
+  // ---- helpers for the op emitters ----
+  llvm::IRBuilder<>& b;
+  llvm::LLVMContext& ctx() { return b.getContext(); }
+  const KernelGroup& group() const { return group_; }
+  llvm::Module& module() { return *b.GetInsertBlock()->getModule(); }
+
+  llvm::Type* computeType(DType t);
+  llvm::Type* storageType(DType t);
+  llvm::Value* i64(int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); }
+  // A constant of dtype `t`'s compute type holding `v` (floats) or int64 `v` truncated (ints).
+  llvm::Value* constant(DType t, double v);
+  llvm::Value* intConstant(DType t, int64_t v);
+
+  // Float compute values widened to double, and back (to t's compute type: f16/bf16 -> float).
+  llvm::Value* toDouble(llvm::Value* v) { return v->getType()->isDoubleTy() ? v : b.CreateFPExt(v, b.getDoubleTy()); }
+  llvm::Value* fromDouble(llvm::Value* v, DType t);
+  // Sign-extends an int compute value to i64.
+  llvm::Value* toI64(llvm::Value* v) { return b.CreateSExtOrTrunc(v, b.getInt64Ty()); }
+  // Rounds a compute value to dtype `t` (f16, bf16: through their storage format; others: as is).
+  llvm::Value* roundTo(llvm::Value* v, DType t);
+  // Storage <-> compute conversions.
+  llvm::Value* toStorage(llvm::Value* v, DType t);
+  llvm::Value* fromStorage(llvm::Value* v, DType t);
+
+  // Row-major linear index of `index` in `shape`, and back (udiv/urem by constants).
+  llvm::Value* linearize(const Index& index, const Shape& shape);
+  Index delinearize(llvm::Value* linear, const Shape& shape);
+  // NumPy broadcasting: the index into `from` that element `index` of `to` reads.
+  Index broadcastIndex(const Index& index, const Shape& from, const Shape& to);
+
+  // Float math through the target (f32 or f64 arguments).
+  llvm::Value* math(MathFn fn, llvm::ArrayRef<llvm::Value*> args) { return target_.emitMath(b, fn, args); }
+  // Float max/min that propagate NaN (as a quiet NaN), like the interpreter.
+  llvm::Value* floatMax(llvm::Value* a, llvm::Value* c);
+  llvm::Value* floatMin(llvm::Value* a, llvm::Value* c);
+
+  // for (iv = 0; iv < count; ++iv) carrying `init`; `body` returns the next values. Returns the
+  // values after the loop. The body may emit control flow of its own.
+  using LoopBody = std::function<Values(llvm::Value* iv, const Values& carried)>;
+  Values loop(int64_t count, Values init, const LoopBody& body);
+  // Nested loops over `extents` (outermost first), the body getting one iv per extent.
+  using NestBody = std::function<Values(const Index& ivs, const Values& carried)>;
+  Values loopNest(const Shape& extents, Values init, const NestBody& body);
+  // if (cond) { then() } else { otherwise }: the values of the branch taken.
+  Values ifThen(llvm::Value* cond, const std::function<Values()>& then, const Values& otherwise);
+  // cond ? then() : otherwise(), computing only the branch taken (for loads that are only in
+  // bounds on one side).
+  llvm::Value* ifElse(llvm::Value* cond, const std::function<llvm::Value*()>& then,
+                      const std::function<llvm::Value*()>& otherwise);
+  // Raises kernel error `error` (an ErrorTable index) where `cond` holds; the first error wins.
+  void raiseIf(llvm::Value* cond, int error);
+  int addError(const Op& op, const std::string& message) { return errors_.add(op, message); }
+  // Name for module-level data of this kernel (dense constants).
+  std::string dataName(const std::string& what) const { return group_.name + "." + what; }
+
+ private:
+  llvm::Value* emitOp(const Op& op, unsigned result, const Index& index);
+  llvm::Value* load(int input, const Index& index);
+
+  TargetHooks& target_;
+  const KernelGroup& group_;
+  Values buffers_;
+  llvm::Value* status_;
+  ErrorTable& errors_;
+  std::map<const Value*, int> inputIndex_;  // lookup only, never iterated
+};
+
+// The op families (emit_*.cpp). Each returns the op's result at `index`, in its compute type.
+llvm::Value* emitElementwise(ElementEmitter& e, const Op& op, const Index& index);
+llvm::Value* emitLayout(ElementEmitter& e, const Op& op, const Index& index);
+llvm::Value* emitReduction(ElementEmitter& e, const Op& op, const Index& index);
+llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index);
+// Helpers shared by the families.
+std::optional<std::vector<int64_t>> optionalIntsAttr(const Op& op, std::string_view name);
+
+}  // namespace kiln::codegen

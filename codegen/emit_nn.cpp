@@ -1,0 +1,126 @@
+// Element emitters for the dense ops: matmul, conv2d, max_pool2d and avg_pool2d. Each output
+// element loops over its contraction or window in the order of ir/interp/nn.cpp, accumulating
+// floats in double (rounded once) and ints in wrapping i64. (On the GPU these later prefer
+// cuBLASLt and cuDNN; this generated code stays as the fallback and the reference.)
+#include <llvm/IR/Constants.h>
+
+#include <cmath>
+
+#include "codegen/element_emitter.h"
+#include "ir/shape_rules.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+llvm::Value* dconst(ElementEmitter& e, double v) { return llvm::ConstantFP::get(e.b.getDoubleTy(), v); }
+
+// NumPy matmul: a 1-D a is a row [1,K], a 1-D b a column [K,1], and those unit dims are not in
+// the result; batch dims broadcast.
+llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* a = op.operand(0);
+  const Value* c = op.operand(1);
+  const Shape& as = a->type().shape;
+  const Shape& bs = c->type().shape;
+  bool aVector = as.size() == 1, bVector = bs.size() == 1;
+  Shape batchA(as.begin(), as.end() - (aVector ? 1 : 2)), batchB(bs.begin(), bs.end() - (bVector ? 1 : 2));
+  Shape batch = *broadcastShapes(batchA, batchB);
+  int64_t k = as.back();
+  Index batchIndex(index.begin(), index.begin() + static_cast<ptrdiff_t>(batch.size()));
+  llvm::Value* row = aVector ? nullptr : index[batch.size()];
+  llvm::Value* column = bVector ? nullptr : index.back();
+  bool ints = isInt(a->type().dtype);
+  llvm::Value* zero = ints ? e.i64(0) : dconst(e, 0.0);
+  llvm::Value* acc = e.loop(k, {zero}, [&](llvm::Value* p, const Values& sum) {
+    Index ai = e.broadcastIndex(batchIndex, batchA, batch);
+    if (!aVector) ai.push_back(row);
+    ai.push_back(p);
+    Index bi = e.broadcastIndex(batchIndex, batchB, batch);
+    bi.push_back(p);
+    if (!bVector) bi.push_back(column);
+    llvm::Value* x = e.emit(a, ai);
+    llvm::Value* y = e.emit(c, bi);
+    if (ints) return Values{b.CreateAdd(sum[0], b.CreateMul(e.toI64(x), e.toI64(y)))};
+    return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(x), e.toDouble(y)))};
+  })[0];
+  DType t = op.result()->type().dtype;
+  return ints ? b.CreateTrunc(acc, e.computeType(t)) : e.fromDouble(acc, t);
+}
+
+// y * stride - padBefore + k * dilation is inside [0, size).
+llvm::Value* windowPosition(ElementEmitter& e, llvm::Value* out, int64_t stride, int64_t padBefore, llvm::Value* k,
+                            int64_t dilation) {
+  auto& b = e.b;
+  llvm::Value* base = b.CreateSub(b.CreateMul(out, e.i64(stride)), e.i64(padBefore));
+  return b.CreateAdd(base, b.CreateMul(k, e.i64(dilation)));
+}
+llvm::Value* inRange(ElementEmitter& e, llvm::Value* position, int64_t size) {
+  return e.b.CreateAnd(e.b.CreateICmpSGE(position, e.i64(0)), e.b.CreateICmpSLT(position, e.i64(size)));
+}
+
+// ONNX Conv (cross-correlation) with groups; out-of-range input positions read zero padding
+// and are skipped, so the sum adds exactly the terms the interpreter adds.
+llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  const Value* w = op.operand(1);
+  std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
+  const Shape& xs = x->type().shape;
+  const Shape& ws = w->type().shape;
+  int64_t groupChannels = ws[1];
+  int64_t outPerGroup = ws[0] / op.intAttr("groups");
+  llvm::Value* firstChannel = b.CreateMul(b.CreateUDiv(index[1], e.i64(outPerGroup)), e.i64(groupChannels));
+  Shape window{groupChannels, ws[2], ws[3]};
+  llvm::Value* acc = e.loopNest(window, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& sum) {
+    llvm::Value* iy = windowPosition(e, index[2], strides[0], pads[0], ivs[1], dil[0]);
+    llvm::Value* ix = windowPosition(e, index[3], strides[1], pads[1], ivs[2], dil[1]);
+    llvm::Value* inside = b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3]));
+    return e.ifThen(inside, [&] {
+      llvm::Value* xv = e.emit(x, {index[0], b.CreateAdd(firstChannel, ivs[0]), iy, ix});
+      llvm::Value* wv = e.emit(w, {index[1], ivs[0], ivs[1], ivs[2]});
+      return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(xv), e.toDouble(wv)))};
+    }, sum);
+  })[0];
+  return e.fromDouble(acc, op.result()->type().dtype);
+}
+
+// Padding never takes part: max is over the window's real elements (NaN wins), avg their mean.
+llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  const Shape& xs = x->type().shape;
+  std::vector<int64_t> kernel = op.intsAttr("kernel");
+  std::vector<int64_t> strides = kernel;
+  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
+  std::vector<int64_t> pads = op.intsAttr("pads");
+  bool isMax = op.kind() == OpKind::MaxPool2d;
+  Values init{dconst(e, isMax ? -INFINITY : 0.0), e.i64(0)};
+  Values acc = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& ivs, const Values& c) {
+    llvm::Value* iy = windowPosition(e, index[2], strides[0], pads[0], ivs[0], 1);
+    llvm::Value* ix = windowPosition(e, index[3], strides[1], pads[1], ivs[1], 1);
+    llvm::Value* inside = b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3]));
+    return e.ifThen(inside, [&] {
+      llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));
+      llvm::Value* next = isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], v);
+      return Values{next, b.CreateAdd(c[1], e.i64(1))};
+    }, c);
+  });
+  llvm::Value* r = isMax ? acc[0] : b.CreateFDiv(acc[0], b.CreateSIToFP(acc[1], b.getDoubleTy()));
+  return e.fromDouble(r, op.result()->type().dtype);
+}
+
+}  // namespace
+
+llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index) {
+  switch (op.kind()) {
+    case OpKind::Matmul: return matmul(e, op, index);
+    case OpKind::Conv2d: return conv2d(e, op, index);
+    case OpKind::MaxPool2d:
+    case OpKind::AvgPool2d: return pool2d(e, op, index);
+    default: break;
+  }
+  internalError(__FILE__, __LINE__, "not a dense op: " + std::string(op.name()));
+}
+
+}  // namespace kiln::codegen

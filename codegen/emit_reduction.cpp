@@ -1,0 +1,220 @@
+// Element emitters for reductions: reduce_*, argmax/argmin, softmax, log_softmax, layer_norm and
+// softmax_cross_entropy. Each output element loops over the elements it combines, in the order
+// ir/interp/reductions.cpp visits them, accumulating floats in double and ints in wrapping i64.
+#include <llvm/IR/Constants.h>
+
+#include <cmath>
+
+#include "codegen/element_emitter.h"
+#include "ir/shape_rules.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+llvm::Value* dconst(ElementEmitter& e, double v) { return llvm::ConstantFP::get(e.b.getDoubleTy(), v); }
+
+// x's index for output element `index`, with the reduced axes taken from `ivs` (keepdims
+// outputs hold a size-1 dim at each reduced axis, which is skipped).
+Index reducedSource(const Index& index, const std::vector<int>& axes, bool keepdims, const Index& ivs, int rank) {
+  Index source;
+  size_t out = 0, iv = 0;
+  for (int d = 0; d < rank; ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (reduced) {
+      source.push_back(ivs[iv++]);
+      if (keepdims) ++out;
+    } else {
+      source.push_back(index[out++]);
+    }
+  }
+  return source;
+}
+
+llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  const TensorType& xt = x->type();
+  DType t = xt.dtype;
+  auto axes = reductionAxes(optionalIntsAttr(op, "axes"), xt.rank());
+  KILN_INTERNAL_CHECK(axes.ok(), "reduce: axes were not verified");
+  bool keepdims = op.attr("keepdims").getBool();
+  Shape extents;
+  for (int a : *axes) extents.push_back(xt.shape[static_cast<size_t>(a)]);
+  int64_t count = numElements(extents);
+  OpKind kind = op.kind();
+  bool isMaxMin = kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
+  if (count == 0 && (isMaxMin || (kind == OpKind::ReduceMean && isInt(t)))) {
+    // Known when compiling; raised by the kernel, which runs only if the result is non-empty.
+    e.raiseIf(b.getTrue(), e.addError(op, "cannot reduce zero elements of " + xt.str() + " (the result has no value)"));
+    return llvm::Constant::getNullValue(e.computeType(t));
+  }
+  auto element = [&](const Index& ivs) { return e.emit(x, reducedSource(index, *axes, keepdims, ivs, xt.rank())); };
+
+  if (isInt(t)) {
+    int64_t identity = kind == OpKind::ReduceProd  ? 1
+                       : kind == OpKind::ReduceMax ? INT64_MIN
+                       : kind == OpKind::ReduceMin ? INT64_MAX
+                                                   : 0;
+    Values acc = e.loopNest(extents, {e.i64(identity)}, [&](const Index& ivs, const Values& c) {
+      llvm::Value* v = e.toI64(element(ivs));
+      switch (kind) {
+        case OpKind::ReduceMax: return Values{b.CreateSelect(b.CreateICmpSLT(c[0], v), v, c[0])};
+        case OpKind::ReduceMin: return Values{b.CreateSelect(b.CreateICmpSLT(v, c[0]), v, c[0])};
+        case OpKind::ReduceProd: return Values{b.CreateMul(c[0], v)};
+        default: return Values{b.CreateAdd(c[0], v)};  // sum, mean
+      }
+    });
+    llvm::Value* r = kind == OpKind::ReduceMean ? b.CreateSDiv(acc[0], e.i64(count)) : acc[0];  // count > 0 here
+    return b.CreateTrunc(r, e.computeType(t));
+  }
+
+  double identity = kind == OpKind::ReduceProd  ? 1.0
+                    : kind == OpKind::ReduceMax ? -INFINITY
+                    : kind == OpKind::ReduceMin ? INFINITY
+                                                : 0.0;
+  Values acc = e.loopNest(extents, {dconst(e, identity)}, [&](const Index& ivs, const Values& c) {
+    llvm::Value* v = e.toDouble(element(ivs));
+    switch (kind) {
+      case OpKind::ReduceMax: return Values{e.floatMax(c[0], v)};
+      case OpKind::ReduceMin: return Values{e.floatMin(c[0], v)};
+      case OpKind::ReduceProd: return Values{b.CreateFMul(c[0], v)};
+      default: return Values{b.CreateFAdd(c[0], v)};
+    }
+  });
+  llvm::Value* r = acc[0];
+  if (kind == OpKind::ReduceMean) r = b.CreateFDiv(r, dconst(e, static_cast<double>(count)));  // 0/0 = NaN
+  return e.fromDouble(r, t);
+}
+
+// The first occurrence of the max (min) wins; NaN counts as the extreme, so the first NaN wins.
+llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  int rank = x->type().rank();
+  int axis = *normalizeAxis(op.intAttr("axis"), rank);
+  bool keepdims = op.attr("keepdims").getBool();
+  bool isMax = op.kind() == OpKind::Argmax;
+  auto element = [&](llvm::Value* k) { return e.emit(x, reducedSource(index, {axis}, keepdims, {k}, rank)); };
+  int64_t n = x->type().shape[static_cast<size_t>(axis)];
+  Values best = e.loop(n - 1, {e.i64(0), element(e.i64(0))}, [&](llvm::Value* iv, const Values& c) {
+    llvm::Value* k = b.CreateAdd(iv, e.i64(1));
+    llvm::Value* v = element(k);
+    llvm::Value* better;
+    if (v->getType()->isIntegerTy()) {
+      better = isMax ? b.CreateICmpSGT(v, c[1]) : b.CreateICmpSLT(v, c[1]);
+    } else {
+      // Once the best is NaN nothing beats it; a NaN beats any number.
+      llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), isMax ? b.CreateFCmpOGT(v, c[1]) : b.CreateFCmpOLT(v, c[1]));
+      better = b.CreateAnd(b.CreateFCmpORD(c[1], c[1]), beats);
+    }
+    return Values{b.CreateSelect(better, k, c[0]), b.CreateSelect(better, v, c[1])};
+  });
+  return best[0];
+}
+
+// The row through `index` along `axis`: its max, and the sum of exp(x - max), in double.
+struct RowStats {
+  llvm::Value* max;
+  llvm::Value* sum;
+};
+RowStats rowStats(ElementEmitter& e, const std::function<llvm::Value*(llvm::Value*)>& element, int64_t n) {
+  auto& b = e.b;
+  llvm::Value* max = e.loop(n, {dconst(e, -INFINITY)}, [&](llvm::Value* k, const Values& c) {
+    return Values{e.floatMax(c[0], e.toDouble(element(k)))};
+  })[0];
+  llvm::Value* sum = e.loop(n, {dconst(e, 0.0)}, [&](llvm::Value* k, const Values& c) {
+    return Values{b.CreateFAdd(c[0], e.math(MathFn::Exp, {b.CreateFSub(e.toDouble(element(k)), max)}))};
+  })[0];
+  return {max, sum};
+}
+
+// softmax: exp(x - max) / sum; log_softmax: x - max - log(sum).
+llvm::Value* softmax(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  size_t axis = static_cast<size_t>(*normalizeAxis(op.intAttr("axis"), x->type().rank()));
+  auto element = [&](llvm::Value* k) {
+    Index source = index;
+    source[axis] = k;
+    return e.emit(x, source);
+  };
+  RowStats row = rowStats(e, element, x->type().shape[axis]);
+  llvm::Value* shifted = b.CreateFSub(e.toDouble(e.emit(x, index)), row.max);
+  llvm::Value* r = op.kind() == OpKind::LogSoftmax ? b.CreateFSub(shifted, e.math(MathFn::Log, {row.sum}))
+                                                   : b.CreateFDiv(e.math(MathFn::Exp, {shifted}), row.sum);
+  return e.fromDouble(r, op.result()->type().dtype);
+}
+
+// Normalises over dims axis.. with the block's mean and biased variance, both in double.
+llvm::Value* layerNorm(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  size_t axis = static_cast<size_t>(*normalizeAxis(op.intAttr("axis"), x->type().rank()));
+  Shape inner(x->type().shape.begin() + static_cast<ptrdiff_t>(axis), x->type().shape.end());
+  auto element = [&](const Index& ivs) {
+    Index source(index.begin(), index.begin() + static_cast<ptrdiff_t>(axis));
+    source.insert(source.end(), ivs.begin(), ivs.end());
+    return e.toDouble(e.emit(x, source));
+  };
+  llvm::Value* count = dconst(e, static_cast<double>(numElements(inner)));
+  llvm::Value* sum = e.loopNest(inner, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& c) {
+    return Values{b.CreateFAdd(c[0], element(ivs))};
+  })[0];
+  llvm::Value* mean = b.CreateFDiv(sum, count);
+  llvm::Value* squares = e.loopNest(inner, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& c) {
+    llvm::Value* d = b.CreateFSub(element(ivs), mean);
+    return Values{b.CreateFAdd(c[0], b.CreateFMul(d, d))};
+  })[0];
+  llvm::Value* var = b.CreateFDiv(squares, count);
+  llvm::Value* epsilon = dconst(e, op.floatAttr("epsilon"));
+  llvm::Value* invStd = b.CreateFDiv(dconst(e, 1.0), e.math(MathFn::Sqrt, {b.CreateFAdd(var, epsilon)}));
+  llvm::Value* y = b.CreateFMul(b.CreateFSub(e.toDouble(e.emit(x, index)), mean), invStd);
+  Index param(index.begin() + static_cast<ptrdiff_t>(axis), index.end());
+  llvm::Value* scaled = b.CreateFMul(y, e.toDouble(e.emit(op.operand(1), param)));
+  return e.fromDouble(b.CreateFAdd(scaled, e.toDouble(e.emit(op.operand(2), param))), op.result()->type().dtype);
+}
+
+// mean over rows r of max + log(sum exp(x - max)) - logits[r, labels[r]]; a label outside [0, K)
+// raises an error (and reads nothing).
+llvm::Value* softmaxCrossEntropy(ElementEmitter& e, const Op& op, const Index&) {
+  auto& b = e.b;
+  const Value* logits = op.operand(0);
+  const Value* labels = op.operand(1);
+  int64_t rows = logits->type().shape[0], classes = logits->type().shape[1];
+  int error = e.addError(op, "label out of range [0, " + std::to_string(classes) + ")");
+  llvm::Value* total = e.loop(rows, {dconst(e, 0.0)}, [&](llvm::Value* r, const Values& c) {
+    llvm::Value* label = e.toI64(e.emit(labels, {r}));
+    llvm::Value* bad = b.CreateOr(b.CreateICmpSLT(label, e.i64(0)), b.CreateICmpSGE(label, e.i64(classes)));
+    e.raiseIf(bad, error);
+    auto element = [&](llvm::Value* k) { return e.emit(logits, {r, k}); };
+    RowStats row = rowStats(e, element, classes);
+    llvm::Value* picked =
+        e.ifElse(bad, [&] { return dconst(e, 0.0); }, [&] { return e.toDouble(element(label)); });
+    llvm::Value* loss = b.CreateFSub(b.CreateFAdd(row.max, e.math(MathFn::Log, {row.sum})), picked);
+    return Values{b.CreateFAdd(c[0], loss)};
+  })[0];
+  return e.fromDouble(b.CreateFDiv(total, dconst(e, static_cast<double>(rows))), op.result()->type().dtype);
+}
+
+}  // namespace
+
+llvm::Value* emitReduction(ElementEmitter& e, const Op& op, const Index& index) {
+  switch (op.kind()) {
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMean:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+    case OpKind::ReduceProd: return reduce(e, op, index);
+    case OpKind::Argmax:
+    case OpKind::Argmin: return argReduce(e, op, index);
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax: return softmax(e, op, index);
+    case OpKind::LayerNorm: return layerNorm(e, op, index);
+    case OpKind::SoftmaxCrossEntropy: return softmaxCrossEntropy(e, op, index);
+    default: break;
+  }
+  internalError(__FILE__, __LINE__, "not a reduction: " + std::string(op.name()));
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,29 @@
+// emitKernels: one kernel per group of a plan, each the target's loop over output elements around
+// the shared element emitter; collects the kernel errors the module can raise.
+#include "codegen/kernel_emitter.h"
+
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/element_emitter.h"
+
+namespace kiln::codegen {
+
+std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, const BlockPlan& plan) {
+  ErrorTable errors;
+  for (const KernelGroup* group : plan.allGroups()) {
+    int numBuffers = static_cast<int>(group->inputs.size() + group->outputs.size());
+    llvm::Function* kernel = target.emitKernel(
+        module, group->name, numBuffers, group->numElements(),
+        [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* index) {
+          ElementEmitter(b, target, *group, buffers, status, errors).emitOutputs(index);
+        });
+    // A kernel that does not verify is a bug in kiln: stop here, naming the kernel and the problem.
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    if (llvm::verifyFunction(*kernel, &os)) internalError(__FILE__, __LINE__, "kernel " + group->name + " is invalid: " + problems);
+  }
+  return errors.take();
+}
+
+}  // namespace kiln::codegen

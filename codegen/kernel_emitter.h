@@ -1,0 +1,28 @@
+// Lowers kernel groups to LLVM IR with a target's hooks: the shared element emitter computes
+// one output element of any op (elementwise, layout, reduction, matmul, convolution, pooling),
+// and the target wraps it in its loop.
+#pragma once
+
+#include <llvm/IR/Module.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_plan.h"
+#include "codegen/target.h"
+
+namespace kiln::codegen {
+
+// A run-time error a kernel can raise (a gather index out of range, a label outside [0, K), an
+// integer division by zero). Kernels store 1 + the index of the error in the function's error
+// table into their error word; the runtime turns it back into this message and location.
+struct KernelError {
+  std::string message;  // "gather: index out of range for axis 0 of size 5"
+  SourceLoc loc;
+};
+
+// Emits one kernel per group of `plan` (nested region plans included) into `module`, whose
+// target triple and data layout the caller has set. Returns the errors the kernels can raise.
+std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, const BlockPlan& plan);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,124 @@
+// NVPTX kernel entry points (grid-stride loop) and libdevice math calls.
+#include "codegen/nvptx_target.h"
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include "ir/status.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// libdevice's name for `fn` in f32 (suffix f) and f64; empty where an LLVM intrinsic is better.
+const char* libdeviceName(MathFn fn) {
+  switch (fn) {
+    case MathFn::Exp: return "__nv_exp";
+    case MathFn::Log: return "__nv_log";
+    case MathFn::Log1p: return "__nv_log1p";
+    case MathFn::Tanh: return "__nv_tanh";
+    case MathFn::Erf: return "__nv_erf";
+    case MathFn::Sin: return "__nv_sin";
+    case MathFn::Cos: return "__nv_cos";
+    case MathFn::Pow: return "__nv_pow";
+    case MathFn::Sqrt:
+    case MathFn::Floor:
+    case MathFn::Ceil:
+    case MathFn::Fabs: return nullptr;
+  }
+  return nullptr;
+}
+
+llvm::Intrinsic::ID intrinsicFor(MathFn fn) {
+  switch (fn) {
+    case MathFn::Sqrt: return llvm::Intrinsic::sqrt;
+    case MathFn::Floor: return llvm::Intrinsic::floor;
+    case MathFn::Ceil: return llvm::Intrinsic::ceil;
+    case MathFn::Fabs: return llvm::Intrinsic::fabs;
+    default: return llvm::Intrinsic::not_intrinsic;
+  }
+}
+
+// A special register as i64 (tid.x, ntid.x, ctaid.x, nctaid.x are all i32).
+llvm::Value* readSreg(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id, const char* name) {
+  return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), b.getInt64Ty(), name);
+}
+
+}  // namespace
+
+llvm::Value* NvptxTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) {
+  KILN_INTERNAL_CHECK(!args.empty(), "emitMath without arguments");
+  llvm::Type* type = args[0]->getType();
+  KILN_INTERNAL_CHECK(type->isFloatTy() || type->isDoubleTy(), "NVPTX emitMath takes f32 or f64");
+  // LLVM 19 always lowers llvm.sqrt.f32 to sqrt.rn (and InstCombine turns llvm.nvvm.sqrt.f into
+  // it), so fast math asks for the approximation by name, as nvcc --use_fast_math gives it.
+  if (fn == MathFn::Sqrt && type->isFloatTy() && fastMath_)
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_sqrt_approx_ftz_f, {}, args);
+  if (llvm::Intrinsic::ID id = intrinsicFor(fn); id != llvm::Intrinsic::not_intrinsic)
+    return b.CreateIntrinsic(id, {type}, args);
+  std::string name = std::string(libdeviceName(fn)) + (type->isFloatTy() ? "f" : "");
+  llvm::Module* module = b.GetInsertBlock()->getModule();
+  std::vector<llvm::Type*> params(args.size(), type);
+  llvm::FunctionCallee callee = module->getOrInsertFunction(name, llvm::FunctionType::get(type, params, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    // Pure functions: lets the optimiser hoist or drop calls before libdevice is linked.
+    f->setDoesNotAccessMemory();
+    f->setDoesNotThrow();
+    f->setWillReturn();
+  }
+  return b.CreateCall(callee, args);
+}
+
+llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string& name, int numBuffers,
+                                        int64_t numElements, const ElementBodyFn& body) {
+  llvm::LLVMContext& ctx = module.getContext();
+  llvm::Type* ptr = llvm::PointerType::get(ctx, 0);
+  std::vector<llvm::Type*> params(numBuffers + 1, ptr);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), params, false),
+                                   llvm::GlobalValue::ExternalLinkage, name, module);
+  f->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  f->setDoesNotThrow();
+  std::vector<llvm::Value*> buffers;
+  for (int i = 0; i < numBuffers; ++i) {
+    llvm::Argument* arg = f->getArg(i);
+    arg->setName("b" + std::to_string(i));
+    f->addParamAttr(i, llvm::Attribute::NoAlias);
+    f->addParamAttr(i, llvm::Attribute::NoCapture);
+    f->addParamAttr(i, llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+    buffers.push_back(arg);
+  }
+  llvm::Argument* status = f->getArg(numBuffers);
+  status->setName("status");
+  f->addParamAttr(numBuffers, llvm::Attribute::NoAlias);
+  f->addParamAttr(numBuffers, llvm::Attribute::NoCapture);
+  f->addParamAttr(numBuffers, llvm::Attribute::getWithAlignment(ctx, llvm::Align(4)));
+
+  // for (i = ctaid * ntid + tid; i < n; i += nctaid * ntid) body(i)
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", f);
+  auto* loop = llvm::BasicBlock::Create(ctx, "loop", f);
+  auto* exit = llvm::BasicBlock::Create(ctx, "exit", f);
+  llvm::IRBuilder<> b(entry);
+  llvm::Value* tid = readSreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, "tid");
+  llvm::Value* ntid = readSreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x, "ntid");
+  llvm::Value* ctaid = readSreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, "ctaid");
+  llvm::Value* nctaid = readSreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, "nctaid");
+  // Each factor is below 2^32, so neither product nor sum wraps in i64.
+  llvm::Value* start = b.CreateAdd(b.CreateMul(ctaid, ntid, "", true, true), tid, "start", true, true);
+  llvm::Value* stride = b.CreateMul(nctaid, ntid, "stride", true, true);
+  llvm::Value* n = b.getInt64(numElements);
+  b.CreateCondBr(b.CreateICmpULT(start, n), loop, exit);
+
+  b.SetInsertPoint(loop);
+  llvm::PHINode* index = b.CreatePHI(b.getInt64Ty(), 2, "i");
+  index->addIncoming(start, entry);
+  body(b, buffers, status, index);
+  // The body may have added blocks (reduction loops); the back edge leaves from wherever it ended.
+  llvm::Value* next = b.CreateAdd(index, stride, "i.next", true, true);
+  index->addIncoming(next, b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpULT(next, n), loop, exit);
+
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+  return f;
+}
+
+}  // namespace kiln::codegen

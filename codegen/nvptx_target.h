@@ -1,0 +1,36 @@
+// The NVPTX target hooks: the GPU kernel ABI, a grid-stride loop over output elements, and math
+// from libdevice. Compiling the module to PTX is nvptx_compiler.h's job.
+#pragma once
+
+#include "codegen/target.h"
+
+namespace kiln::codegen {
+
+// Kernel ABI (what the CUDA runtime passes to cuLaunchKernel, in order):
+//   ptx_kernel void NAME(ptr noalias align 16 %b0, ..., ptr noalias align 4 %status)
+// - one generic pointer per buffer, the group's inputs then its outputs. NVPTXLowerArgs turns them
+//   into global-space pointers; FunctionAttrs infers `readonly` on inputs (the kernel never stores
+//   to them), which with `noalias` lets loads use the read-only cache (ld.global.nc).
+//   `noalias` is a promise the runtime keeps: every buffer of a launch is a distinct allocation,
+//   and allocations are 16-byte aligned (cuMemAlloc gives 256), so `align 16` allows vector loads.
+// - %status: the launch's i32 error word (0 = fine, else 1 + an index in the error table).
+// - no element count: shapes are static, so the trip count is a constant in the kernel, which lets
+//   LLVM strength-reduce index arithmetic. Any grid works (the loop strides by the grid's size);
+//   the runtime picks one, e.g. ceil(n / 256) blocks of 256 threads capped to a few waves.
+class NvptxTarget : public TargetHooks {
+ public:
+  // fastMath: must match the CompileOptions the module is compiled with (it picks sqrt.approx).
+  explicit NvptxTarget(bool fastMath = false) : fastMath_(fastMath) {}
+  std::string name() const override { return "nvptx"; }
+  // libdevice's __nv_* (f32: __nv_expf, f64: __nv_exp, ...), linked in by the compiler; sqrt,
+  // floor, ceil and fabs as LLVM intrinsics, which NVPTX lowers to single instructions (f32 sqrt
+  // under fast math: sqrt.approx.ftz).
+  llvm::Value* emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) override;
+  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numElements,
+                             const ElementBodyFn& body) override;
+
+ private:
+  bool fastMath_;
+};
+
+}  // namespace kiln::codegen

@@ -1,0 +1,62 @@
+// A function compiled for the host CPU: generated kernels in an LLVM ORC JIT, and the plan that
+// says in which order to run them (with `map` and `while` driven by the host over their regions).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/compile_options.h"
+#include "codegen/cpu_target.h"
+#include "codegen/kernel_emitter.h"
+#include "codegen/kernel_plan.h"
+#include "ir/ir.h"
+#include "ir/tensor.h"
+
+namespace kiln {
+
+namespace codegen {
+class CpuJit;
+}
+
+struct ExecuteOptions {
+  // A `while` that runs longer than this stops with an error instead of hanging.
+  int64_t maxWhileIterations = 10'000'000;
+};
+
+// The Executable keeps pointers into the Function it was compiled from (its plan names the
+// function's ops and values): the Function must outlive the Executable. run() may be called any
+// number of times, also from several threads at once (each call has its own buffers).
+class Executable {
+ public:
+  // Plans `function`, emits one LLVM module with all its kernels, optimises it (O3 for this
+  // CPU) and JIT-compiles it. Target::Cuda is not runnable yet and gives an error that says what
+  // to use instead. With options.dumpDir set, writes the LLVM IR before and after optimisation
+  // and the host assembly there.
+  static Expected<std::unique_ptr<Executable>> compile(const Function& function,
+                                                       const codegen::CompileOptions& options);
+  ~Executable();
+
+  // Runs the function on `inputs` (one per parameter, with its exact type) and returns the
+  // results. Run-time errors (a gather index out of range, an integer division by zero, ...) name
+  // the op and its source location, as the interpreter's do.
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const ExecuteOptions& options = {}) const;
+
+  const Function& function() const { return function_; }
+  // The kernels, in the order the plan runs them (nested regions depth first).
+  std::vector<std::string> kernelNames() const;
+
+ private:
+  friend class ExecutionContext;
+  Executable(const Function& function, std::unique_ptr<codegen::BlockPlan> plan);
+
+  const Function& function_;
+  std::unique_ptr<codegen::BlockPlan> plan_;
+  std::unique_ptr<codegen::CpuJit> jit_;
+  std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;
+  std::vector<codegen::KernelError> errors_;
+};
+
+}  // namespace kiln

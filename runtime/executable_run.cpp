@@ -1,0 +1,196 @@
+// Executable::run: one host buffer per value, kernels split over the thread pool, and the host
+// loops that drive `map` and `while` over the plans of their regions.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "runtime/executable.h"
+#include "runtime/thread_pool.h"
+
+namespace kiln {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Roughly how many scalar operations one output element of the group costs, so that cheap
+// elementwise kernels run in big chunks (or inline when small) and a matmul with few outputs is
+// still spread across threads.
+int64_t elementCost(const codegen::KernelGroup& group) {
+  int64_t cost = 0;
+  for (const Op* op : group.ops) {
+    int64_t out = std::max<int64_t>(1, op->result(0)->type().numElements()), in = 0;
+    for (const Value* v : op->operands()) in += v->type().numElements();
+    int64_t c = std::max<int64_t>(1, in / out);
+    if (op->kind() == OpKind::Matmul) c = std::max<int64_t>(c, op->operand(0)->type().shape.back());
+    if (op->kind() == OpKind::Conv2d) {
+      const Shape& w = op->operand(1)->type().shape;
+      c = std::max<int64_t>(c, w[1] * w[2] * w[3]);
+    }
+    cost += c;
+  }
+  return std::max<int64_t>(1, cost);
+}
+
+// Bytes of one slice along axis 0.
+size_t rowBytes(const TensorType& t) {
+  return t.shape.empty() || t.shape[0] == 0 ? 0 : t.byteSize() / static_cast<size_t>(t.shape[0]);
+}
+
+}  // namespace
+
+// The state of one run: every value's buffer. Buffers of region values are allocated on first
+// use and reused by later iterations; `map` parameters borrow slices of their operands.
+class ExecutionContext {
+ public:
+  ExecutionContext(const Executable& exe, const ExecuteOptions& options) : exe_(exe), options_(options) {}
+
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) {
+    const Function& f = exe_.function_;
+    std::vector<Value*> params = f.params();
+    if (inputs.size() != params.size())
+      return Error("@" + f.name() + " takes " + std::to_string(params.size()) + " input" +
+                   (params.size() == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()));
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (inputs[i].type() != params[i]->type()) {
+        std::string name = params[i]->name().empty() ? "" : " (%" + params[i]->name() + ")";
+        return Error("input " + std::to_string(i) + name + ": expected " + params[i]->type().str() + ", got " +
+                     inputs[i].type().str());
+      }
+      // Kernels never write their inputs, so parameters use the caller's memory directly.
+      borrow(params[i], static_cast<const uint8_t*>(inputs[i].data()));
+    }
+    KILN_TRY(runPlan(*exe_.plan_));
+    std::vector<Tensor> results;
+    for (const Value* v : f.body().terminator()->operands()) {
+      Tensor t(v->type());
+      if (t.byteSize()) std::memcpy(t.data(), buffer(v), t.byteSize());
+      results.push_back(std::move(t));
+    }
+    return results;
+  }
+
+ private:
+  uint8_t* buffer(const Value* v) {
+    auto it = buffers_.find(v);
+    KILN_INTERNAL_CHECK(it != buffers_.end(), "cpu backend: a value is read before it is computed");
+    return it->second;
+  }
+  // The value's own buffer, allocated once (64-byte aligned, never null, even when empty).
+  uint8_t* allocate(const Value* v) {
+    if (auto it = owned_.find(v); it != owned_.end()) return buffers_[v] = it->second.get();
+    size_t bytes = (std::max<size_t>(v->type().byteSize(), 1) + 63) / 64 * 64;
+    auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+    KILN_INTERNAL_CHECK(p, "cpu backend: out of memory");
+    owned_[v].reset(p);
+    return buffers_[v] = p;
+  }
+  void borrow(const Value* v, const uint8_t* data) {
+    static uint8_t empty[64];
+    buffers_[v] = const_cast<uint8_t*>(data ? data : empty);
+  }
+
+  Status runPlan(const codegen::BlockPlan& plan) {
+    for (const codegen::Step& step : plan.steps) {
+      if (step.kind == codegen::Step::Kind::Kernel) {
+        KILN_TRY(runKernel(plan.groups[static_cast<size_t>(step.group)]));
+      } else if (step.region.op->kind() == OpKind::Map) {
+        KILN_TRY(runMap(step.region));
+      } else {
+        KILN_TRY(runWhile(step.region));
+      }
+    }
+    return {};
+  }
+
+  Status runKernel(const codegen::KernelGroup& group) {
+    std::vector<void*> args;
+    for (const Value* v : group.inputs) args.push_back(buffer(v));
+    for (const Value* v : group.outputs) args.push_back(allocate(v));
+    int64_t n = group.numElements();
+    codegen::CpuKernelFn fn = exe_.kernels_.at(&group);
+    // Each chunk has its own error word; the error of the first failing chunk is reported, so
+    // the message does not depend on thread timing.
+    std::mutex m;
+    int64_t firstBegin = -1;
+    int32_t firstStatus = 0;
+    int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / elementCost(group));
+    ThreadPool::shared().parallelFor(n, grain, [&](int64_t begin, int64_t end) {
+      int32_t status = 0;
+      fn(args.data(), &status, begin, end);
+      if (status == 0) return;
+      std::lock_guard<std::mutex> lock(m);
+      if (firstBegin < 0 || begin < firstBegin) firstBegin = begin, firstStatus = status;
+    });
+    if (firstStatus == 0) return {};
+    size_t index = static_cast<size_t>(firstStatus - 1);
+    KILN_INTERNAL_CHECK(index < exe_.errors_.size(), "cpu backend: a kernel raised an unknown error");
+    return Error(exe_.errors_[index].message, exe_.errors_[index].loc);
+  }
+
+  // Runs the body once per slice along axis 0 and stacks what it yields (as the interpreter).
+  Status runMap(const codegen::RegionStep& step) {
+    const Op& op = *step.op;
+    const Block& body = *op.region(0);
+    const Op& yield = *body.terminator();
+    std::vector<uint8_t*> results;
+    for (Value* r : op.results()) results.push_back(allocate(r));
+    int64_t n = op.operand(0)->type().shape[0];
+    for (int64_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < op.numOperands(); ++k) {
+        size_t row = rowBytes(op.operand(k)->type());
+        borrow(body.argument(k), buffer(op.operand(k)) + static_cast<size_t>(i) * row);
+      }
+      KILN_TRY(runPlan(*step.regions[0]));
+      for (size_t k = 0; k < results.size(); ++k) {
+        size_t row = rowBytes(op.result(k)->type());
+        if (row) std::memcpy(results[k] + static_cast<size_t>(i) * row, buffer(yield.operand(k)), row);
+      }
+    }
+    return {};
+  }
+
+  // The loop-carried values live in the op's result buffers; `cond` reads them in place, `body`
+  // gets copies (so that what it yields never overlaps what it reads).
+  Status runWhile(const codegen::RegionStep& step) {
+    const Op& op = *step.op;
+    const Block& cond = *op.region(0);
+    const Block& body = *op.region(1);
+    std::vector<uint8_t*> carried;
+    std::vector<size_t> bytes;
+    for (size_t k = 0; k < op.numResults(); ++k) {
+      carried.push_back(allocate(op.result(k)));
+      bytes.push_back(op.result(k)->type().byteSize());
+      if (bytes[k]) std::memcpy(carried[k], buffer(op.operand(k)), bytes[k]);
+      borrow(cond.argument(k), carried[k]);
+    }
+    for (int64_t iteration = 0;; ++iteration) {
+      KILN_TRY(runPlan(*step.regions[0]));
+      if (*buffer(cond.terminator()->operand(0)) == 0) return {};
+      if (iteration >= options_.maxWhileIterations)
+        return Error(std::string(op.name()) + ": no result after " + std::to_string(options_.maxWhileIterations) +
+                         " iterations (InterpretOptions::maxWhileIterations)",
+                     op.loc());
+      for (size_t k = 0; k < carried.size(); ++k)
+        if (bytes[k]) std::memcpy(allocate(body.argument(k)), carried[k], bytes[k]);
+      KILN_TRY(runPlan(*step.regions[1]));
+      for (size_t k = 0; k < carried.size(); ++k)
+        if (bytes[k]) std::memcpy(carried[k], buffer(body.terminator()->operand(k)), bytes[k]);
+    }
+  }
+
+  const Executable& exe_;
+  const ExecuteOptions& options_;
+  std::unordered_map<const Value*, uint8_t*> buffers_;
+  std::unordered_map<const Value*, std::unique_ptr<uint8_t, FreeDeleter>> owned_;
+};
+
+Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) const {
+  return ExecutionContext(*this, options).run(inputs);
+}
+
+}  // namespace kiln

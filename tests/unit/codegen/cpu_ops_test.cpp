@@ -1,0 +1,115 @@
+// Differential tests, CPU backend vs interpreter: reductions, normalisations, matmul, layout ops,
+// gather, convolution, pooling, batch norm and cross entropy, on several shapes and dtypes.
+#include "tests/unit/codegen/cpu_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+const char* kFloatTypes[] = {"f16", "bf16", "f32", "f64"};
+const char* kNumTypes[] = {"i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+const char* kAllTypes[] = {"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+
+void check(const std::string& params, const std::string& line, DiffOptions o = {}) {
+  SCOPED_TRACE(line + "   with " + params);
+  auto m = oneOp(params, line);
+  if (!m) return;
+  expectSameAsInterpreter(*m->entry(), o);
+}
+
+TEST(CpuOps, Reductions) {
+  const char* axes[] = {"", " {axes = [1]}", " {axes = [0, 2], keepdims = true}", " {axes = [-1]}", " {axes = []}"};
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"})
+    for (const char* t : kNumTypes)
+      for (const char* a : axes)
+        for (bool specials : {false, true})
+          check(std::string("%x: ") + t + "[3,4,5]", std::string(op) + " %x" + a, {accumulateTolerance(), 1, specials});
+  // Empty reductions: sum 0, prod 1, float mean NaN; max of nothing is an error on both.
+  for (const char* op : {"reduce_sum", "reduce_prod", "reduce_mean", "reduce_max"})
+    check("%x: f32[3,0]", std::string(op) + " %x {axes = [1]}");
+}
+
+TEST(CpuOps, ArgReductions) {
+  for (const char* op : {"argmax", "argmin"})
+    for (const char* t : kNumTypes)
+      for (const char* a : {"", " {axis = 1}", " {axis = -1, keepdims = true}"})
+        for (bool specials : {false, true}) check(std::string("%x: ") + t + "[4,6]", std::string(op) + " %x" + a, {{}, 1, specials});
+}
+
+TEST(CpuOps, SoftmaxAndLayerNorm) {
+  for (const char* op : {"softmax", "log_softmax"})
+    for (const char* t : kFloatTypes)
+      for (const char* a : {"", " {axis = 0}", " {axis = 1}"})
+        for (bool specials : {false, true})
+          check(std::string("%x: ") + t + "[3,7,5]", std::string(op) + " %x" + a, {accumulateTolerance(), 1, specials});
+  for (const char* t : kFloatTypes) {
+    std::string T = t;
+    check("%x: " + T + "[4,6,8], %s: " + T + "[8], %b: " + T + "[8]", "layer_norm %x, %s, %b", {accumulateTolerance()});
+    check("%x: " + T + "[4,6,8], %s: " + T + "[6,8], %b: " + T + "[6,8]", "layer_norm %x, %s, %b {axis = 1, epsilon = 0.1}",
+          {accumulateTolerance()});
+  }
+}
+
+TEST(CpuOps, Matmul) {
+  const char* shapes[][2] = {{"[5,7]", "[7,3]"}, {"[7]", "[7,3]"}, {"[5,7]", "[7]"}, {"[7]", "[7]"},
+                             {"[2,5,7]", "[7,3]"}, {"[2,1,5,7]", "[3,7,4]"}, {"[64,128]", "[128,33]"}};
+  for (const char* t : kNumTypes)
+    for (auto& s : shapes) check(std::string("%a: ") + t + s[0] + ", %b: " + t + s[1], "matmul %a, %b", {accumulateTolerance()});
+}
+
+TEST(CpuOps, LayoutOps) {
+  for (const char* t : kAllTypes) {
+    std::string T = t;
+    check("%x: " + T + "[2,3,4]", "reshape %x {shape = [4, -1]}");
+    check("%x: " + T + "[2,3,4]", "transpose %x {perm = [2, 0, 1]}");
+    check("%x: " + T + "[3,1]", "broadcast_to %x {shape = [2, 3, 5]}");
+    check("%a: " + T + "[2,3], %b: " + T + "[2,1], %c: " + T + "[2,4]", "concat %a, %b, %c {axis = 1}");
+    check("%x: " + T + "[6,7]", "slice %x {starts = [1, -5], ends = [100, 6], steps = [2, 1]}");
+    check("%x: " + T + "[6,7]", "slice %x {starts = [5], ends = [-100], axes = [1], steps = [-2]}");
+    check("%x: " + T + "[3,4]", "pad %x {pads = [1, 2, 0, 3], value = 1}");
+    check("%x: " + T + "[3,4]", "pad %x {pads = [-1, 0, 1, -2]}");
+    check("%x: " + T + "[5,3]", "all_reduce %x");
+  }
+}
+
+TEST(CpuOps, Gather) {
+  for (const char* idx : {"i8", "i32", "i64"}) {
+    std::string I = idx;
+    check("%x: f32[5,3], %i: " + I + "[2,4]", "gather %x, %i", {{}, 1, false, 5});
+    check("%x: i64[5,3], %i: " + I + "[7]", "gather %x, %i {axis = 1}", {{}, 1, false, 3});
+    check("%x: bf16[4], %i: " + I + "[]", "gather %x, %i", {{}, 1, false, 4});
+  }
+  // Negative indices wrap: a constant index tensor covers them.
+  auto m = parseOrFail(
+      "func @main(%x: f32[5,2]) -> f32[3,2] {\n  %i = constant [-1, -5, 4] : i32[3]\n  %y = gather %x, %i\n"
+      "  return %y\n}\n");
+  expectSameAsInterpreter(*m->entry());
+}
+
+TEST(CpuOps, ConvolutionAndPooling) {
+  for (const char* t : {"f32", "f64", "f16", "i32"}) {
+    std::string T = t;
+    check("%x: " + T + "[2,3,9,8], %w: " + T + "[4,3,3,3]", "conv2d %x, %w", {accumulateTolerance()});
+    check("%x: " + T + "[1,4,9,9], %w: " + T + "[6,2,3,2]",
+          "conv2d %x, %w {strides = [2, 1], pads = [1, 0, 2, 1], dilations = [1, 2], groups = 2}", {accumulateTolerance()});
+  }
+  for (const char* t : kFloatTypes) {
+    std::string T = t;
+    for (const char* op : {"max_pool2d", "avg_pool2d"}) {
+      check("%x: " + T + "[2,3,8,8]", std::string(op) + " %x {kernel = [2, 2]}", {accumulateTolerance(), 1, true});
+      check("%x: " + T + "[1,2,7,9]", std::string(op) + " %x {kernel = [3, 2], strides = [2, 3], pads = [1, 1, 2, 0]}",
+            {accumulateTolerance()});
+    }
+    check("%x: " + T + "[2,3,4,4], %s: " + T + "[3], %b: " + T + "[3], %m: " + T + "[3], %v: " + T + "[3]",
+          "batch_norm %x, %s, %b, %m, %v", {accumulateTolerance()});
+  }
+  check("%x: i32[1,2,6,6]", "max_pool2d %x {kernel = [3, 3]}");
+}
+
+TEST(CpuOps, SoftmaxCrossEntropy) {
+  for (const char* t : kFloatTypes)
+    for (const char* l : {"i32", "i64"})
+      check(std::string("%x: ") + t + "[8,5], %l: " + l + "[8]", "softmax_cross_entropy %x, %l", {accumulateTolerance()});
+}
+
+}  // namespace
+}  // namespace kiln::test

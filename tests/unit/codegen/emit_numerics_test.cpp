@@ -1,0 +1,162 @@
+// The element emitter reproduces the interpreter's numerics to the last bit on the CPU backend:
+// f16/bf16 rounding, double accumulation, saturating casts, NaN-propagating max/min, integer
+// wraparound and division, argmax ties and NaN. (Tolerances for math and other targets live in
+// the differential tests; these use none.)
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "cpu_test_util.h"
+
+namespace kiln::codegen {
+namespace {
+
+using test::DiffOptions;
+using test::expectSameAsInterpreter;
+using test::oneOp;
+
+// Exact agreement over a few seeds, with NaN, +-inf and +-0 sprinkled into float inputs.
+void expectExact(const std::string& params, const std::string& opLine, int64_t intBound = 0) {
+  SCOPED_TRACE(opLine + "   with " + params);
+  auto m = oneOp(params, opLine);
+  ASSERT_TRUE(m);
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    DiffOptions o;
+    o.seed = seed;
+    o.specials = true;
+    o.intBound = intBound;
+    expectSameAsInterpreter(*m->entry(), o);
+  }
+}
+
+TEST(EmitNumerics, HalfTypesRoundEachOp) {
+  for (const char* t : {"f16", "bf16"}) {
+    std::string p = std::string("%a: ") + t + "[4,9], %b: " + t + "[9]";
+    for (const char* op : {"add", "sub", "mul", "div", "max", "min"}) expectExact(p, std::string(op) + " %a, %b");
+    expectExact(p, "relu %a");
+    expectExact(p, "sign %a");
+    expectExact(p, "neg %a");
+  }
+}
+
+// Every pair, one function (so one compilation) per source dtype.
+TEST(EmitNumerics, Casts) {
+  const std::vector<std::string> types = {"f16", "bf16", "f32", "f64", "i8", "i32", "i64", "bool"};
+  for (const std::string& from : types) {
+    std::string body, results, returned;
+    for (size_t i = 0; i < types.size(); ++i) {
+      std::string r = "%r" + std::to_string(i);
+      body += "  " + r + " = cast %a {to = " + types[i] + "}\n";
+      results += (i ? ", " : "") + types[i] + "[64]";
+      returned += (i ? ", " : "") + r;
+    }
+    auto m = test::parseOrFail("func @main(%a: " + from + "[64]) -> (" + results + ") {\n" + body + "  return " + returned + "\n}\n");
+    ASSERT_TRUE(m);
+    for (uint64_t seed = 1; seed <= 2; ++seed) {
+      DiffOptions o;
+      o.seed = seed;
+      o.specials = true;
+      expectSameAsInterpreter(*m->entry(), o);
+    }
+  }
+}
+
+TEST(EmitNumerics, IntegerArithmeticWraps) {
+  for (const char* t : {"i8", "i32", "i64"}) {
+    std::string p = std::string("%a: ") + t + "[8,8], %b: " + t + "[8]";
+    for (const char* op : {"add", "sub", "mul", "max", "min", "eq", "lt", "ge"}) expectExact(p, std::string(op) + " %a, %b");
+    expectExact(p, "abs %a");
+    expectExact(p, "neg %a");
+    expectExact(p, "pow %a, %b", 4);  // exponents 0..3: no 0^-n
+    expectExact(p, "div %a, %b");     // a zero divisor is the same error on both
+  }
+}
+
+TEST(EmitNumerics, ReductionsAccumulateInDouble) {
+  for (const char* t : {"f16", "bf16", "f32", "f64", "i8", "i32", "i64"}) {
+    std::string p = std::string("%a: ") + t + "[3,5,7]";
+    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
+      expectExact(p, std::string(op) + " %a {axes = [0, 2]}");
+      expectExact(p, std::string(op) + " %a {axes = [1], keepdims = true}");
+    }
+    expectExact(p, "argmax %a {axis = 1}");
+    expectExact(p, "argmin %a {axis = 2, keepdims = true}");
+  }
+  for (const char* t : {"f16", "bf16", "f32", "f64"}) {
+    std::string p = std::string("%a: ") + t + "[3,5,7]";
+    expectExact(p, "softmax %a {axis = 1}");
+    expectExact(p, "log_softmax %a");
+    expectExact(p + ", %s: " + t + "[5,7], %b: " + t + "[5,7]", "layer_norm %a, %s, %b {axis = 1}");
+  }
+}
+
+TEST(EmitNumerics, DenseOps) {
+  for (const char* t : {"f16", "bf16", "f32", "f64", "i32"})
+    expectExact(std::string("%a: ") + t + "[2,3,4], %b: " + t + "[4,5]", "matmul %a, %b");
+  for (const char* t : {"f16", "f32", "f64"}) {
+    std::string x = std::string("%x: ") + t + "[2,4,7,6]";
+    expectExact(x + ", %w: " + t + "[6,2,3,2]", "conv2d %x, %w {strides = [2, 1], pads = [1, 0, 2, 1], dilations = [1, 2], groups = 2}");
+    expectExact(x, "max_pool2d %x {kernel = [3, 2], pads = [1, 1, 1, 0]}");
+    expectExact(x, "avg_pool2d %x {kernel = [2, 2], strides = [1, 2], pads = [1, 1, 1, 1]}");
+    std::string c = std::string(t) + "[4]";
+    expectExact(x + ", %s: " + c + ", %b: " + c + ", %m: " + c + ", %v: " + c, "batch_norm %x, %s, %b, %m, %v");
+  }
+}
+
+// Exact agreement on the given inputs (edge values random inputs do not reach).
+void expectExactOn(const std::string& params, const std::string& opLine, const std::vector<Tensor>& inputs) {
+  SCOPED_TRACE(opLine + "   with " + params);
+  auto m = oneOp(params, opLine);
+  ASSERT_TRUE(m);
+  auto want = interpret(*m->entry(), inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  auto exe = Executable::compile(*m->entry(), CompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  auto got = (*exe)->run(inputs);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  EXPECT_EQ(test::compareTensors((*want)[0], (*got)[0], {}), "");
+}
+
+Tensor ints(DType t, const std::vector<int64_t>& values) {
+  Tensor x(TensorType{t, {static_cast<int64_t>(values.size())}});
+  for (size_t i = 0; i < values.size(); ++i) x.setInt(static_cast<int64_t>(i), values[i]);
+  return x;
+}
+Tensor floats(DType t, const std::vector<double>& values) {
+  Tensor x(TensorType{t, {static_cast<int64_t>(values.size())}});
+  for (size_t i = 0; i < values.size(); ++i) x.setDouble(static_cast<int64_t>(i), values[i]);
+  return x;
+}
+
+TEST(EmitNumerics, IntegerEdgeValues) {
+  expectExactOn("%a: i32[6], %b: i32[6]", "div %a, %b",
+                {ints(DType::I32, {INT32_MIN, 7, -7, 7, -7, 5}), ints(DType::I32, {-1, 2, 2, -2, -2, -1})});
+  expectExactOn("%a: i64[2], %b: i64[2]", "div %a, %b", {ints(DType::I64, {INT64_MIN, -9}), ints(DType::I64, {-1, 4})});
+  expectExactOn("%a: i8[3], %b: i8[3]", "add %a, %b", {ints(DType::I8, {127, -128, 100}), ints(DType::I8, {1, -1, 100})});
+  expectExactOn("%a: i8[3], %b: i8[3]", "mul %a, %b", {ints(DType::I8, {127, -128, 100}), ints(DType::I8, {3, -1, 100})});
+  expectExactOn("%a: i8[3]", "neg %a", {ints(DType::I8, {-128, 127, 0})});
+  expectExactOn("%a: i8[3]", "abs %a", {ints(DType::I8, {-128, -127, 5})});
+  expectExactOn("%a: i32[6], %b: i32[6]", "pow %a, %b",
+                {ints(DType::I32, {1, -1, -1, 2, 3, -3}), ints(DType::I32, {-3, -3, -2, -1, 21, 3})});
+  expectExactOn("%a: i8[4]", "reduce_mean %a", {ints(DType::I8, {100, 100, 100, -1})});  // the sum is not wrapped to i8
+}
+
+TEST(EmitNumerics, SaturatingCastsAndSpecialFloats) {
+  std::vector<double> edges = {3e9, -3e9, 1e20, -1e20, 2.9, -2.9, NAN, 9.3e18, -0.0, 127.5, -128.5, INFINITY};
+  for (DType from : {DType::F32, DType::F64})
+    for (const char* to : {"i8", "i32", "i64", "bool", "bf16", "f16"})
+      expectExactOn(std::string("%a: ") + std::string(dtypeName(from)) + "[12]", std::string("cast %a {to = ") + to + "}",
+                    {floats(from, edges)});
+  // bf16 ties round to even; NaN stays NaN.
+  expectExactOn("%a: f32[4]", "cast %a {to = bf16}", {floats(DType::F32, {1.0 + 1.0 / 256, 1.0 + 3.0 / 256, -NAN, 3.4e38})});
+  expectExactOn("%a: f32[5]", "argmax %a", {floats(DType::F32, {1, NAN, 3, NAN, 7})});
+  expectExactOn("%a: f32[5]", "argmin %a", {floats(DType::F32, {1, -INFINITY, 3, -INFINITY, 7})});
+  expectExactOn("%a: f32[4], %b: f32[4]", "max %a, %b",
+                {floats(DType::F32, {NAN, 1, -0.0, 0.0}), floats(DType::F32, {1, NAN, 0.0, -0.0})});
+  expectExactOn("%a: f64[4]", "sign %a", {floats(DType::F64, {NAN, -0.0, -3, 5})});
+  expectExactOn("%a: f32[4]", "softmax %a", {floats(DType::F32, {1, INFINITY, 2, 3})});
+}
+
+}  // namespace
+}  // namespace kiln::codegen

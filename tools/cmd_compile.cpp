@@ -1,0 +1,130 @@
+// `kiln compile`: compile a function for the GPU (PTX) or the host CPU and print any stage:
+// kiln IR, LLVM IR before or after optimisation, PTX or host assembly; optionally dump them all.
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "codegen/compile_stages.h"
+#include "codegen/dump.h"
+#include "codegen/gpu_arch.h"
+#include "ir/printer.h"
+#include "tools/cli.h"
+
+namespace kiln::cli {
+
+namespace {
+
+using codegen::CompileOptions;
+using codegen::Target;
+
+std::string functionList(const Module& m) {
+  std::string s;
+  for (const auto& f : m.functions()) s += (s.empty() ? "@" : ", @") + f->name();
+  return s;
+}
+
+// Writes to -o's file, or stdout.
+int emit(const Args& args, const std::string& text) {
+  auto out = args.get("-o");
+  if (!out || *out == "-") {
+    fmt::print("{}", text);
+    return kExitOk;
+  }
+  std::ofstream file(*out, std::ios::binary);
+  file << text;
+  file.close();
+  if (!file) {
+    reportError(Error("cannot write -o file '" + *out + "'"));
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+int run(const Command& c, const Args& args) {
+  if (args.positional.size() != 1)
+    return usageError(c, args.positional.empty() ? "missing FILE" : "expected one FILE, got " + std::to_string(args.positional.size()));
+  CompileOptions options;
+  std::string target = args.get("--target").value_or("cuda");
+  if (target != "cuda" && target != "cpu") return usageError(c, "unknown --target '" + target + "' (expected cpu or cuda)");
+  options.target = target == "cuda" ? Target::Cuda : Target::Cpu;
+  bool cuda = options.target == Target::Cuda;
+  std::string stage = args.get("--emit").value_or(cuda ? "ptx" : "asm");
+  if (stage != "kiln" && stage != "llvm" && stage != "llvm-unopt" && stage != "ptx" && stage != "asm")
+    return usageError(c, "unknown --emit '" + stage + "' (expected kiln, llvm, llvm-unopt, ptx or asm)");
+  if (stage == "ptx" && !cuda)
+    return usageError(c, "--emit ptx needs --target cuda (for the host CPU's code use --emit asm)");
+  if (auto arch = args.get("--gpu-arch")) {
+    if (!cuda) return usageError(c, "--gpu-arch applies to --target cuda only");
+    if (auto parsed = codegen::parseGpuArch(*arch); !parsed) return usageError(c, "--gpu-arch: " + parsed.error().message());
+    options.gpuArch = *arch;
+  }
+  options.fastMath = args.has("--fast-math");
+  options.dumpDir = args.get("--dump-dir").value_or("");
+
+  auto module = loadModule(args.positional[0]);
+  if (!module) {
+    reportError(module.error());
+    return kExitError;
+  }
+  Function* f = (*module)->entry();
+  if (auto entry = args.get("--entry")) {
+    std::string name = (*entry)[0] == '@' ? entry->substr(1) : *entry;
+    f = (*module)->lookup(name);
+    if (!f) {
+      reportError(Error("no function @" + name + " in " + args.positional[0] + " (functions: " + functionList(**module) + ")"));
+      return kExitError;
+    }
+  }
+  if (!f) {
+    reportError(Error(args.positional[0] + " has no functions"));
+    return kExitError;
+  }
+  if (!options.dumpDir.empty()) {
+    if (Status s = codegen::dumpInput(options.dumpDir, **module); !s) {
+      reportError(s.error());
+      return kExitError;
+    }
+  }
+  // No passes run yet: the IR to print is the verified input, the function alone.
+  if (stage == "kiln" && options.dumpDir.empty()) return emit(args, printFunction(*f));
+
+  auto stages = codegen::compileStages(*f, options);
+  if (!stages) {
+    reportError(stages.error());
+    return kExitError;
+  }
+  if (stage == "kiln") return emit(args, printFunction(*f));
+  if (stage == "llvm") return emit(args, stages->optimizedIR);
+  if (stage == "llvm-unopt") return emit(args, stages->unoptimizedIR);
+  return emit(args, stages->code);  // ptx, or asm: PTX is the GPU's assembly
+}
+
+}  // namespace
+
+Command compileCommand() {
+  Command c{"compile", "compile a function to PTX or host code and print a stage",
+            "kiln compile FILE [--entry NAME] [--target cuda|cpu] [--gpu-arch sm_XX] [--fast-math]\n"
+            "                  [--emit kiln|llvm|llvm-unopt|ptx|asm] [-o OUT] [--dump-dir DIR]",
+            "Compiles the entry function of FILE (@main, else the first; - reads standard input): one\n"
+            "kernel per op, named k<N>_<op> (k0_matmul, k1_add, ...), lowered to LLVM IR, optimised at O3\n"
+            "and compiled to PTX for an NVIDIA GPU (--target cuda, the default) or to assembly for this\n"
+            "machine's CPU (--target cpu). --emit picks the stage printed on stdout (or written to -o OUT):\n"
+            "kiln (the IR after passes), llvm-unopt (LLVM IR as emitted), llvm (after libdevice linking and\n"
+            "O3), ptx (cuda), asm (host assembly for cpu; PTX for cuda). The default is the target's code.\n"
+            "PTX is for sm_80 unless --gpu-arch says otherwise; it loads on that GPU generation and every\n"
+            "later one. Numerics are IEEE unless --fast-math. --dump-dir DIR writes every stage to DIR:\n"
+            "00-input.kiln, <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or <fn>.s, and kernels.txt, which maps\n"
+            "each kernel to its ops and their source locations. Needs no GPU.",
+            {{"--entry", "NAME", "function to compile (default @main, else the first)"},
+             {"--target", "NAME", "cuda (PTX, the default) or cpu (this machine)"},
+             {"--gpu-arch", "sm_XX", "GPU architecture for cuda (default sm_80; " + codegen::supportedGpuArchs() + ")"},
+             {"--fast-math", "", "approximate division, sqrt and math functions, flush denormals to zero"},
+             {"--emit", "STAGE", "kiln, llvm, llvm-unopt, ptx or asm (default: ptx for cuda, asm for cpu)"},
+             {"-o", "OUT", "write the stage to OUT instead of stdout"},
+             {"--dump-dir", "DIR", "write every stage and a kernel-to-ops map to DIR"}},
+            nullptr};
+  c.run = [c](const Args& args) { return run(c, args); };
+  return c;
+}
+
+}  // namespace kiln::cli
