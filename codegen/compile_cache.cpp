@@ -23,6 +23,27 @@ namespace {
 constexpr const char* kCompilerVersion = "kiln-0.1.0-codegen-1";
 
 std::string targetName(Target t) { return t == Target::Cpu ? "cpu" : "cuda"; }
+
+std::string sha256Hex(llvm::StringRef bytes) {
+  llvm::SHA256 sha;
+  sha.update(bytes);
+  std::string hex;
+  for (uint8_t byte : sha.final()) hex += fmt::format("{:02x}", byte);
+  return hex;
+}
+
+// On disk an entry is this line with the payload's SHA-256, then the payload: a file damaged
+// after it was written (a disk error, a stray write) is then a miss, never bytes we would load.
+constexpr const char* kEntryMagic = "kiln-cache-entry-1 ";
+constexpr size_t kHeaderSize = 19 + 64 + 1;  // magic, hex digest, newline
+
+std::optional<std::string> checkedPayload(const std::string& file) {
+  if (file.size() < kHeaderSize || file.compare(0, 19, kEntryMagic) != 0 || file[kHeaderSize - 1] != '\n')
+    return std::nullopt;
+  llvm::StringRef payload(file.data() + kHeaderSize, file.size() - kHeaderSize);
+  if (sha256Hex(payload) != file.substr(19, 64)) return std::nullopt;
+  return payload.str();
+}
 }  // namespace
 
 std::string cacheKey(const Function& function, const CompileOptions& options, const std::string& artifact) {
@@ -30,11 +51,7 @@ std::string cacheKey(const Function& function, const CompileOptions& options, co
   std::string text = fmt::format("{}\nLLVM {}\ntarget={} arch={} fast-math={}\nartifact={}\n{}", kCompilerVersion,
                                  LLVM_VERSION_STRING, targetName(options.target), options.gpuArch, options.fastMath,
                                  artifact, printFunction(function));
-  llvm::SHA256 sha;
-  sha.update(llvm::StringRef(text));
-  std::string hex;
-  for (uint8_t byte : sha.final()) hex += fmt::format("{:02x}", byte);
-  return hex;
+  return sha256Hex(text);
 }
 
 CompileCache& CompileCache::global() {
@@ -49,6 +66,7 @@ CompileCache& CompileCache::global() {
 
 std::string CompileCache::pathFor(const std::string& key) const {
   // Two-character fan-out keeps directories small, as git and ccache do.
+  if (key.size() < 3) return directory_ + "/" + key;
   return directory_ + "/" + key.substr(0, 2) + "/" + key.substr(2);
 }
 
@@ -64,8 +82,10 @@ std::optional<std::string> CompileCache::lookup(const std::string& key) {
       std::ostringstream bytes;
       bytes << in.rdbuf();
       if (in.good() || in.eof()) {
-        ++hits_;
-        return memory_[key] = bytes.str();
+        if (auto payload = checkedPayload(bytes.str())) {
+          ++hits_;
+          return memory_[key] = std::move(*payload);
+        }
       }
     }
   }
@@ -86,6 +106,8 @@ void CompileCache::store(const std::string& key, const std::string& bytes) {
   std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::string header = kEntryMagic + sha256Hex(bytes) + "\n";
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {

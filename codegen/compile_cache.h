@@ -28,6 +28,8 @@ class CompileCache {
   // KILN_CACHE_DIR=off (or an empty value) keeps it in memory only.
   static CompileCache& global();
 
+  // Memory first, then disk. A disk entry whose checksum does not match its bytes (damaged after
+  // it was written) counts as a miss; the caller's next store() replaces it.
   std::optional<std::string> lookup(const std::string& key);
   // Stores in memory and, best effort, on disk: written to a temporary file and renamed, so a
   // process killed mid-write never leaves a truncated entry. A disk failure only loses the entry.

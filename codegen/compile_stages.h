@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/compile_cache.h"
 #include "codegen/compile_options.h"
 #include "codegen/kernel_emitter.h"
 #include "ir/ir.h"
@@ -13,7 +14,7 @@ namespace kiln::codegen {
 
 struct CompiledStages {
   std::string unoptimizedIR;  // LLVM IR as the kernel emitter produced it
-  std::string optimizedIR;    // after libdevice linking (cuda) and O3
+  std::string optimizedIR;    // after libdevice linking (cuda) and O3; empty when the PTX was cached
   std::string code;           // PTX (cuda) or host assembly (cpu)
   std::vector<std::string> kernels;  // kernel names, in plan order
   std::vector<KernelError> errors;   // the error table the kernels' status words index
@@ -22,6 +23,10 @@ struct CompiledStages {
 // Plans `function`, emits its kernels into one LLVM module for options.target, optimises it and
 // generates code. With options.dumpDir set, also writes <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or
 // <fn>.s and the function's kernels.txt entry there (00-input.kiln is the caller's: dumpInput).
-Expected<CompiledStages> compileStages(const Function& function, const CompileOptions& options);
+// Cuda: the PTX is looked up in and stored to `cache` (null: none), except that with a dump dir
+// it is not looked up, so the dump is complete; a caller that needs optimizedIR passes null. The
+// CPU path caches nothing here (its object cache is the CPU backend's: cpu_compiler.h).
+Expected<CompiledStages> compileStages(const Function& function, const CompileOptions& options,
+                                       CompileCache* cache = &CompileCache::global());
 
 }  // namespace kiln::codegen

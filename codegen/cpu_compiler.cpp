@@ -1,12 +1,17 @@
-// compileForCpu: plan, emit, optimise (and dump) a function for the host CPU.
+// compileForCpu and compileCpuObject: plan, emit, optimise (and dump) a function for the host
+// CPU, the latter through the compile cache.
 #include "codegen/cpu_compiler.h"
 
+#include "codegen/cpu_jit.h"
 #include "codegen/cpu_target.h"
 #include "codegen/dump.h"
 
 namespace kiln::codegen {
 
-Expected<CpuCompilation> compileForCpu(const Function& function, const CompileOptions& options) {
+namespace {
+
+// Plan and emit; with a dump dir, write kernels.txt and the unoptimised IR.
+Expected<CpuCompilation> emitForCpu(const Function& function, const CompileOptions& options) {
   CpuCompilation c;
   c.plan = planFunction(function);
   auto tm = createHostTargetMachine(options);
@@ -18,21 +23,62 @@ Expected<CpuCompilation> compileForCpu(const Function& function, const CompileOp
   CpuTarget target(options.fastMath);
   c.errors = emitKernels(*c.module, target, *c.plan);
   c.unoptimizedIr = printModule(*c.module);
-
   // The dump layout is codegen/dump.h's, shared with the NVPTX path.
-  const std::string& dump = options.dumpDir;
-  if (!dump.empty()) {
-    KILN_TRY(dumpKernelMap(dump, function, *c.plan));
-    KILN_TRY(dumpFile(dump, function.name() + ".unopt.ll", c.unoptimizedIr));
-  }
-  KILN_TRY(optimizeModule(*c.module, *c.tm));
-  if (!dump.empty()) {
-    KILN_TRY(dumpFile(dump, function.name() + ".opt.ll", printModule(*c.module)));
-    auto assembly = emitCpuAssembly(*c.module, *c.tm);
-    if (!assembly) return assembly.error();
-    KILN_TRY(dumpFile(dump, function.name() + ".s", *assembly));
+  if (!options.dumpDir.empty()) {
+    KILN_TRY(dumpKernelMap(options.dumpDir, function, *c.plan));
+    KILN_TRY(dumpFile(options.dumpDir, function.name() + ".unopt.ll", c.unoptimizedIr));
   }
   return c;
+}
+
+// O3; with a dump dir, write the optimised IR and the host assembly.
+Status optimizeForCpu(const Function& function, const CompileOptions& options, CpuCompilation& c) {
+  KILN_TRY(optimizeModule(*c.module, *c.tm));
+  if (!options.dumpDir.empty()) {
+    KILN_TRY(dumpFile(options.dumpDir, function.name() + ".opt.ll", printModule(*c.module)));
+    auto assembly = emitCpuAssembly(*c.module, *c.tm);
+    if (!assembly) return assembly.error();
+    KILN_TRY(dumpFile(options.dumpDir, function.name() + ".s", *assembly));
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<CpuCompilation> compileForCpu(const Function& function, const CompileOptions& options) {
+  auto c = emitForCpu(function, options);
+  if (!c) return c.error();
+  KILN_TRY(optimizeForCpu(function, options, *c));
+  return c;
+}
+
+std::string cpuObjectCacheKey(const Function& function, const CompileOptions& options) {
+  return cacheKey(function, options, "cpu-object " + hostCpuDescription());
+}
+
+Expected<CpuObject> compileCpuObject(const Function& function, const CompileOptions& options, CompileCache* cache,
+                                     bool refresh) {
+  // Plan and emit always run: they are cheap next to O3 and codegen, and give the error table.
+  auto c = emitForCpu(function, options);
+  if (!c) return c.error();
+  CpuObject result;
+  result.plan = std::move(c->plan);
+  result.errors = std::move(c->errors);
+  std::string key = cache ? cpuObjectCacheKey(function, options) : std::string();
+  // With a dump dir the cache is not read, so that every stage is dumped; the result is stored.
+  if (cache && !refresh && options.dumpDir.empty()) {
+    if (auto hit = cache->lookup(key)) {
+      result.object = std::move(*hit);
+      result.fromCache = true;
+      return result;
+    }
+  }
+  KILN_TRY(optimizeForCpu(function, options, *c));
+  auto object = emitCpuObject(*c->module, *c->tm);
+  if (!object) return object.error();
+  result.object = std::move(*object);
+  if (cache) cache->store(key, result.object);
+  return result;
 }
 
 }  // namespace kiln::codegen

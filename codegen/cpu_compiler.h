@@ -1,5 +1,6 @@
-// From a kiln function to an optimised LLVM module for the host CPU: plan, emit every kernel,
-// run O3. Shared by the CPU backend (which then JITs the module) and `kiln compile --target cpu`.
+// From a kiln function to an optimised LLVM module for the host CPU (plan, emit every kernel, run
+// O3) for `kiln compile --target cpu`, and on to an object file through the compile cache for the
+// CPU backend, which JITs it.
 #pragma once
 
 #include <llvm/IR/LLVMContext.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/compile_cache.h"
 #include "codegen/compile_options.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/kernel_plan.h"
@@ -31,5 +33,23 @@ struct CpuCompilation {
 // `kiln compile --target cpu`: --emit llvm prints printModule(*c.module) (or unoptimizedIr),
 // --emit asm prints emitCpuAssembly(*c.module, *c.tm).
 Expected<CpuCompilation> compileForCpu(const Function& function, const CompileOptions& options);
+
+struct CpuObject {
+  std::unique_ptr<BlockPlan> plan;  // points into the compiled Function
+  std::vector<KernelError> errors;  // what the kernels' error words index
+  std::string object;               // relocatable object for this host, one kernel per plan group
+  bool fromCache = false;           // true: O3 and codegen were skipped
+};
+
+// The cache key of `function`'s host object: options, and this CPU's name, features and triple.
+std::string cpuObjectCacheKey(const Function& function, const CompileOptions& options);
+
+// Plans and emits `function` (always: the plan and error table are needed either way), then takes
+// the object from `cache` if it has one; else runs O3, emits the object and stores it there.
+// `cache` null: no cache. `refresh`: skip the lookup and overwrite the entry (the JIT rejected the
+// cached object). With options.dumpDir set the cache is not read, so every stage is dumped (as
+// compileForCpu does); the fresh object is still stored.
+Expected<CpuObject> compileCpuObject(const Function& function, const CompileOptions& options, CompileCache* cache,
+                                     bool refresh = false);
 
 }  // namespace kiln::codegen

@@ -2,21 +2,40 @@
 #include "codegen/cpu_jit.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/TargetParser/Host.h>
 
 namespace kiln::codegen {
 
-llvm::orc::JITTargetMachineBuilder hostMachineBuilder(const CompileOptions& options) {
-  initializeHostTarget();
-  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
-  jtmb.setCPU(llvm::sys::getHostCPUName().str());
+namespace {
+
+std::vector<std::string> hostFeatures() {
   std::vector<std::string> features;
   for (const auto& feature : llvm::sys::getHostCPUFeatures())
     features.push_back((feature.second ? "+" : "-") + feature.first().str());
   // Sorted so that the same machine always gives the same feature string (and assembly).
   std::sort(features.begin(), features.end());
-  jtmb.addFeatures(features);
+  return features;
+}
+
+}  // namespace
+
+std::string hostCpuDescription() {
+  std::string text = llvm::sys::getHostCPUName().str();
+  for (const std::string& feature : hostFeatures()) text += " " + feature;
+  return text + " " + llvm::sys::getProcessTriple();
+}
+
+llvm::orc::JITTargetMachineBuilder hostMachineBuilder(const CompileOptions& options) {
+  initializeHostTarget();
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(llvm::sys::getProcessTriple())};
+  jtmb.setCPU(llvm::sys::getHostCPUName().str());
+  jtmb.addFeatures(hostFeatures());
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  // LLJIT links with JITLink, which places code anywhere in the address space: objects we emit
+  // ourselves (and cache) must be position independent, small code model, as LLJIT's own are.
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  jtmb.setCodeModel(llvm::CodeModel::Small);
   llvm::TargetOptions targetOptions;
   if (options.fastMath) {
     targetOptions.UnsafeFPMath = true;
@@ -48,6 +67,13 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CompileOptions& options) 
 
 Status CpuJit::addModule(llvm::orc::ThreadSafeModule module) {
   if (llvm::Error e = jit_->addIRModule(std::move(module))) return fromLlvm("host JIT", std::move(e));
+  return {};
+}
+
+Status CpuJit::addObject(const std::string& bytes, const std::string& name) {
+  // A copy: the JIT keeps the buffer for as long as it lives, the caller's string may not.
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(bytes, name);
+  if (llvm::Error e = jit_->addObjectFile(std::move(buffer))) return fromLlvm("host JIT: object " + name, std::move(e));
   return {};
 }
 

@@ -20,6 +20,10 @@ namespace kiln::codegen {
 // triple, the host CPU's name and features, O3, and IEEE numerics unless options.fastMath.
 llvm::orc::JITTargetMachineBuilder hostMachineBuilder(const CompileOptions& options);
 
+// "CPU-name sorted-features triple" of this machine: part of the cache key of host objects, so
+// an object built for one CPU is never loaded on another.
+std::string hostCpuDescription();
+
 // Owns the generated machine code: kernels looked up here stay valid while the CpuJit lives.
 class CpuJit {
  public:
@@ -27,6 +31,9 @@ class CpuJit {
 
   // Compiles an optimised module (triple and data layout set by configureModule) to machine code.
   Status addModule(llvm::orc::ThreadSafeModule module);
+  // Links a relocatable object file made for this host (emitCpuObject, or the compile cache).
+  // Garbage fails here; a damaged but parseable object may fail only at lookup().
+  Status addObject(const std::string& bytes, const std::string& name);
   // The address of a kernel defined by an added module.
   Expected<CpuKernelFn> lookup(const std::string& name);
 

@@ -1,6 +1,8 @@
 // The host CPU target: kernel ABI, math, TargetMachine, O3 pipeline and assembly output.
 #include "codegen/cpu_target.h"
 
+#include "codegen/llvm_pipeline.h"
+
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -159,22 +161,8 @@ Status optimizeModule(llvm::Module& module, llvm::TargetMachine& tm) {
   if (llvm::verifyModule(module, &os))
     return Error("internal error: the generated LLVM IR is invalid (a kiln bug): " + problems);
 
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
   // The TM gives the pipeline the host's TargetTransformInfo: vector widths and costs.
-  llvm::PassBuilder pb(&tm, tuning);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(module, mam);
+  runO3(module, tm, PipelineSettings{.loopVectorize = true, .slpVectorize = true, .targetCallbacks = false});
   if (llvm::verifyModule(module, &os))
     return Error("internal error: LLVM's optimiser produced invalid IR: " + problems);
   return {};
@@ -198,6 +186,16 @@ Expected<std::string> emitCpuAssembly(llvm::Module& module, llvm::TargetMachine&
     return Error("the host target cannot emit assembly");
   pm.run(*copy);
   return std::string(text.str());
+}
+
+Expected<std::string> emitCpuObject(llvm::Module& module, llvm::TargetMachine& tm) {
+  llvm::SmallString<0> bytes;
+  llvm::raw_svector_ostream os(bytes);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return Error("the host target cannot emit object files");
+  pm.run(module);
+  return std::string(bytes.str());
 }
 
 Expected<std::string> emitCpuAssembly(llvm::Module& module) {

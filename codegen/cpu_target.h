@@ -57,4 +57,8 @@ Expected<std::string> emitCpuAssembly(llvm::Module& module);
 // The same with a given TargetMachine (the one the module was optimised for).
 Expected<std::string> emitCpuAssembly(llvm::Module& module, llvm::TargetMachine& tm);
 
+// A relocatable object file (ELF on Linux) of an optimised module, for the JIT and the compile
+// cache. Codegen's IR passes rewrite `module`: emit last, or from a copy.
+Expected<std::string> emitCpuObject(llvm::Module& module, llvm::TargetMachine& tm);
+
 }  // namespace kiln::codegen

@@ -1,6 +1,8 @@
 // NVPTX compilation: TargetMachine setup, libdevice linking, numerics, O3, PTX emission.
 #include "codegen/nvptx_compiler.h"
 
+#include "codegen/llvm_pipeline.h"
+
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Operator.h>
@@ -9,7 +11,9 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SHA256.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Transforms/IPO/Internalize.h>
 
@@ -59,6 +63,28 @@ Expected<llvm::MemoryBufferRef> libdeviceBytes(const std::string& path) {
   }
   return it->second->getMemBufferRef();
 }
+
+}  // namespace
+
+Expected<std::string> libdeviceFingerprint(const llvm::Module& module) {
+  if (!callsLibdevice(module)) return std::string();
+  auto path = findLibdevice();
+  if (!path) return path.error();
+  auto bytes = libdeviceBytes(*path);
+  if (!bytes) return bytes.error();
+  // Hashed once per process and file: ~500 KB, not worth hashing per compilation.
+  static std::mutex mutex;
+  static std::map<std::string, std::string> digests;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = digests.find(*path);
+  if (it == digests.end()) {
+    std::string hex = llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes->getBuffer())), true);
+    it = digests.emplace(*path, "libdevice " + *path + " " + hex).first;
+  }
+  return it->second;
+}
+
+namespace {
 
 // Links in the __nv_* functions the module declares (before optimising, so NVVMReflect folds
 // libdevice's __nvvm_reflect("__CUDA_FTZ") queries and the inliner sees the bodies).
@@ -147,21 +173,8 @@ Status NvptxCompiler::optimize(llvm::Module& module) const {
   // Only kernels are entry points: everything else may be inlined and dropped (unused libdevice).
   llvm::internalizeModule(module, isKernel);
 
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.SLPVectorization = true;
-  llvm::PassBuilder pb(tm_.get(), tuning);
-  tm_->registerPassBuilderCallbacks(pb);  // adds NVVMReflect and NVVMIntrRange at pipeline start
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(module, mam);
+  // Target callbacks add NVVMReflect and NVVMIntrRange at the start of the pipeline.
+  runO3(module, *tm_, PipelineSettings{.loopVectorize = true, .slpVectorize = true, .targetCallbacks = true});
   return verify(module, "after optimisation");
 }
 

@@ -45,6 +45,11 @@ class NvptxCompiler {
   std::unique_ptr<llvm::TargetMachine> tm_;
 };
 
+// What of libdevice the PTX of `module` depends on, for the compile cache's key: empty if the
+// module calls no __nv_* function, else libdevice's path and content hash (a toolkit upgrade or
+// another KILN_CUDA_HOME is then a miss). Fails as optimize() would if libdevice is missing.
+Expected<std::string> libdeviceFingerprint(const llvm::Module& module);
+
 // configure + optimize + emitPtx for a module whose triple and layout may still be unset.
 Expected<std::string> compileToPtx(llvm::Module& module, const CompileOptions& options);
 

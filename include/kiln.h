@@ -3,11 +3,13 @@
 //   auto module = kiln::parseFile("examples/mlp.kiln");
 //   if (!module) { std::cerr << module.error().str() << "\n"; return 1; }
 //   kiln::Function* f = (*module)->entry();
-//   auto results = kiln::runFunction(*f, inputs, kiln::Backend::Auto);
+//   auto exe = kiln::Executable::compile(*f, {.target = kiln::codegen::Target::Cpu});
+//   auto results = (*exe)->run(inputs);
 //
 // See docs/api.md for a tour and docs/ir.md for the IR's semantics.
 #pragma once
 
+#include "codegen/compile_options.h"
 #include "frontend/parser.h"
 #include "ir/builder.h"
 #include "ir/interp/interpreter.h"
@@ -17,4 +19,5 @@
 #include "ir/tensor.h"
 #include "ir/verifier.h"
 #include "runtime/backend.h"
+#include "runtime/executable.h"
 #include "runtime/random_inputs.h"

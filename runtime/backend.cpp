@@ -45,7 +45,9 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
   // Both host backends hold every tensor in host memory: refuse up front what cannot fit.
   KILN_TRY(checkTensorsFit(function, hostMemoryBytes()));
   if (*resolved == Backend::Cpu) {
-    auto exe = Executable::compile(function, codegen::CompileOptions{});
+    codegen::CompileOptions compileOptions;
+    compileOptions.dumpDir = options.dumpDir;
+    auto exe = Executable::compile(function, compileOptions);
     if (!exe) return exe.error();
     ExecuteOptions executeOptions;
     executeOptions.maxWhileIterations = options.maxWhileIterations;

@@ -26,6 +26,8 @@ struct RunOptions {
   Backend backend = Backend::Auto;
   // A `while` that runs longer than this stops with an error instead of hanging.
   int64_t maxWhileIterations = 10'000'000;
+  // Compiled backends: write every compilation stage here (see codegen::CompileOptions::dumpDir).
+  std::string dumpDir;
 };
 
 // Runs `function` on `inputs` (one per parameter, exact types) on the resolved backend.

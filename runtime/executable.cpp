@@ -1,7 +1,6 @@
-// Executable::compile: compile a function for this CPU (codegen/cpu_compiler.h) and JIT it.
+// Executable::compile: compile a function for this CPU to an object (codegen/cpu_compiler.h, via
+// the compile cache) and link it into an ORC JIT.
 #include "runtime/executable.h"
-
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_jit.h"
@@ -19,26 +18,53 @@ std::vector<std::string> Executable::kernelNames() const {
   return names;
 }
 
+namespace {
+
+using KernelTable = std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn>;
+
+// A fresh JIT with `object` linked and every kernel of `plan` looked up. A fresh JIT per attempt:
+// one that failed to link an object may hold its symbols in an error state.
+Status loadObject(const Function& function, const codegen::CompileOptions& options, const codegen::CpuObject& object,
+                  std::unique_ptr<codegen::CpuJit>& jit, KernelTable& kernels) {
+  auto created = codegen::CpuJit::create(options);
+  if (!created) return created.error();
+  jit = std::move(*created);
+  kernels.clear();
+  KILN_TRY(jit->addObject(object.object, "kiln." + function.name() + ".o"));
+  for (const codegen::KernelGroup* group : object.plan->allGroups()) {
+    auto fn = jit->lookup(group->name);
+    if (!fn) return fn.error();
+    kernels[group] = *fn;
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Executable>> Executable::compile(const Function& function,
-                                                          const codegen::CompileOptions& options) {
+                                                          const codegen::CompileOptions& options,
+                                                          codegen::CompileCache* cache) {
   if (options.target == codegen::Target::Cuda)
     return Error(
         "running on the GPU needs the CUDA runtime (not built yet); use kiln compile --target cuda --emit ptx to "
         "see the PTX");
-  auto compiled = codegen::compileForCpu(function, options);
-  if (!compiled) return compiled.error();
-  std::unique_ptr<Executable> exe(new Executable(function, std::move(compiled->plan)));
-  exe->errors_ = std::move(compiled->errors);
-
-  auto jit = codegen::CpuJit::create(options);
-  if (!jit) return jit.error();
-  exe->jit_ = std::move(*jit);
-  KILN_TRY(exe->jit_->addModule(llvm::orc::ThreadSafeModule(std::move(compiled->module), std::move(compiled->context))));
-  for (const codegen::KernelGroup* group : exe->plan_->allGroups()) {
-    auto fn = exe->jit_->lookup(group->name);
-    if (!fn) return fn.error();
-    exe->kernels_[group] = *fn;
+  // Always through an object file, cached or fresh: one way into the JIT.
+  auto object = codegen::compileCpuObject(function, options, cache);
+  if (!object) return object.error();
+  std::unique_ptr<codegen::CpuJit> jit;
+  KernelTable kernels;
+  Status loaded = loadObject(function, options, *object, jit, kernels);
+  if (!loaded && object->fromCache) {
+    // A damaged cache entry is not the user's problem: compile afresh and overwrite it.
+    object = codegen::compileCpuObject(function, options, cache, /*refresh=*/true);
+    if (!object) return object.error();
+    loaded = loadObject(function, options, *object, jit, kernels);
   }
+  if (!loaded) return loaded.error();
+  std::unique_ptr<Executable> exe(new Executable(function, std::move(object->plan)));
+  exe->errors_ = std::move(object->errors);
+  exe->jit_ = std::move(jit);
+  exe->kernels_ = std::move(kernels);
   return exe;
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/compile_cache.h"
 #include "codegen/compile_options.h"
 #include "codegen/cpu_target.h"
 #include "codegen/kernel_emitter.h"
@@ -32,11 +33,15 @@ struct ExecuteOptions {
 class Executable {
  public:
   // Plans `function`, emits one LLVM module with all its kernels, optimises it (O3 for this
-  // CPU) and JIT-compiles it. Target::Cuda is not runnable yet and gives an error that says what
-  // to use instead. With options.dumpDir set, writes the LLVM IR before and after optimisation
-  // and the host assembly there.
+  // CPU), generates an object file and links it into a JIT. The object comes from `cache` when it
+  // holds one for this function, options and CPU (skipping O3 and codegen) and is stored there
+  // otherwise; a cached object the JIT cannot load is recompiled and replaced. `cache` null: no
+  // caching. Target::Cuda is not runnable yet and gives an error that says what to use instead.
+  // With options.dumpDir set, writes the LLVM IR before and after optimisation and the host
+  // assembly there (the cache is not read then, so the dump is complete).
   static Expected<std::unique_ptr<Executable>> compile(const Function& function,
-                                                       const codegen::CompileOptions& options);
+                                                       const codegen::CompileOptions& options,
+                                                       codegen::CompileCache* cache = &codegen::CompileCache::global());
   ~Executable();
 
   // Runs the function on `inputs` (one per parameter, with its exact type) and returns the

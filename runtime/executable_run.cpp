@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "ir/interp/interpreter.h"
 #include "runtime/executable.h"
 #include "runtime/thread_pool.h"
 
@@ -34,6 +35,37 @@ int64_t elementCost(const codegen::KernelGroup& group) {
     cost += c;
   }
   return std::max<int64_t>(1, cost);
+}
+
+// A kernel's error word says which check failed, not with what value. For the message the
+// interpreter would give ("gather: index 7 is out of range [-5, 5) for axis 0"), the group's ops
+// are rebuilt as a small function and interpreted on the same inputs: slow, but only on the way
+// out of a failed run. Falls back to the kernel's own message.
+Error preciseError(const codegen::KernelGroup& group, const std::vector<void*>& args, const codegen::KernelError& fallback) {
+  Function f("error");
+  std::unordered_map<const Value*, Value*> map;
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < group.inputs.size(); ++i) {
+    const Value* v = group.inputs[i];
+    map[v] = f.body().addArgument(v->type(), v->name());
+    Tensor t(v->type());
+    if (t.byteSize()) std::memcpy(t.data(), args[i], t.byteSize());
+    inputs.push_back(std::move(t));
+  }
+  for (const Op* op : group.ops) {
+    std::vector<Value*> operands;
+    for (const Value* v : op->operands()) operands.push_back(map.at(v));
+    std::vector<TensorType> types;
+    for (const Value* r : op->results()) types.push_back(r->type());
+    Op* copy = f.body().append(Op::create(op->kind(), operands, types, op->attrs(), op->loc()));
+    for (size_t i = 0; i < op->numResults(); ++i) map[op->result(i)] = copy->result(i);
+  }
+  std::vector<Value*> outputs;
+  for (const Value* v : group.outputs) outputs.push_back(map.at(v));
+  f.body().append(Op::create(OpKind::Return, outputs));
+  auto r = interpret(f, inputs);
+  if (!r) return r.error();
+  return Error(fallback.message, fallback.loc);
 }
 
 // Bytes of one slice along axis 0.
@@ -129,7 +161,7 @@ class ExecutionContext {
     if (firstStatus == 0) return {};
     size_t index = static_cast<size_t>(firstStatus - 1);
     KILN_INTERNAL_CHECK(index < exe_.errors_.size(), "cpu backend: a kernel raised an unknown error");
-    return Error(exe_.errors_[index].message, exe_.errors_[index].loc);
+    return preciseError(group, args, exe_.errors_[index]);
   }
 
   // Runs the body once per slice along axis 0 and stacks what it yields (as the interpreter).

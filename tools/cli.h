@@ -65,6 +65,9 @@ namespace kiln::cli {
 
 // Parses a .kiln file, or standard input for "-"; errors come back located.
 Expected<std::unique_ptr<Module>> loadModule(const std::string& path);
+// The function to work on: --entry NAME (with or without '@') if given, else the module's entry.
+// `path` names the file in errors ("no function @f in x.kiln (functions: @main, @g)").
+Expected<Function*> selectEntry(const Module& module, const Args& args, const std::string& path);
 // Prints an error the way compilers do (file:line:col: error: ...) on stderr.
 void reportError(const Error& error);
 

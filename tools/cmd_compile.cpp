@@ -17,12 +17,6 @@ namespace {
 using codegen::CompileOptions;
 using codegen::Target;
 
-std::string functionList(const Module& m) {
-  std::string s;
-  for (const auto& f : m.functions()) s += (s.empty() ? "@" : ", @") + f->name();
-  return s;
-}
-
 // Writes to -o's file, or stdout.
 int emit(const Args& args, const std::string& text) {
   auto out = args.get("-o");
@@ -66,19 +60,12 @@ int run(const Command& c, const Args& args) {
     reportError(module.error());
     return kExitError;
   }
-  Function* f = (*module)->entry();
-  if (auto entry = args.get("--entry")) {
-    std::string name = (*entry)[0] == '@' ? entry->substr(1) : *entry;
-    f = (*module)->lookup(name);
-    if (!f) {
-      reportError(Error("no function @" + name + " in " + args.positional[0] + " (functions: " + functionList(**module) + ")"));
-      return kExitError;
-    }
-  }
-  if (!f) {
-    reportError(Error(args.positional[0] + " has no functions"));
+  auto selected = selectEntry(**module, args, args.positional[0]);
+  if (!selected) {
+    reportError(selected.error());
     return kExitError;
   }
+  Function* f = *selected;
   if (!options.dumpDir.empty()) {
     if (Status s = codegen::dumpInput(options.dumpDir, **module); !s) {
       reportError(s.error());
@@ -88,7 +75,8 @@ int run(const Command& c, const Args& args) {
   // No passes run yet: the IR to print is the verified input, the function alone.
   if (stage == "kiln" && options.dumpDir.empty()) return emit(args, printFunction(*f));
 
-  auto stages = codegen::compileStages(*f, options);
+  // A cached PTX skips O3, so there is no optimised IR to print then: --emit llvm bypasses the cache.
+  auto stages = codegen::compileStages(*f, options, stage == "llvm" ? nullptr : &codegen::CompileCache::global());
   if (!stages) {
     reportError(stages.error());
     return kExitError;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "codegen/dump.h"
 #include "ir/npy.h"
 #include "runtime/backend.h"
 #include "runtime/memory_check.h"
@@ -18,12 +19,6 @@ std::string paramList(const Function& f) {
   std::string s;
   for (Value* p : f.params()) s += (s.empty() ? "%" : ", %") + p->name();
   return s.empty() ? "none" : s;
-}
-
-std::string functionList(const Module& m) {
-  std::string s;
-  for (const auto& f : m.functions()) s += (s.empty() ? "@" : ", @") + f->name();
-  return s;
 }
 
 template <class T>
@@ -111,19 +106,20 @@ int run(const Command& c, const Args& args) {
     reportError(module.error());
     return kExitError;
   }
-  Function* f = (*module)->entry();
-  if (auto entry = args.get("--entry")) {
-    std::string name = (*entry)[0] == '@' ? entry->substr(1) : *entry;
-    f = (*module)->lookup(name);
-    if (!f) {
-      reportError(Error("no function @" + name + " in " + args.positional[0] + " (functions: " + functionList(**module) + ")"));
+  if (auto dir = args.get("--dump-dir")) {
+    if (*backend == Backend::Interp) return usageError(c, "--dump-dir needs a compiled backend (cpu); interp compiles nothing");
+    options.dumpDir = *dir;
+    if (Status s = codegen::dumpInput(*dir, **module); !s) {
+      reportError(s.error());
       return kExitError;
     }
   }
-  if (!f) {
-    reportError(Error(args.positional[0] + " has no functions"));
+  auto selected = selectEntry(**module, args, args.positional[0]);
+  if (!selected) {
+    reportError(selected.error());
     return kExitError;
   }
+  Function* f = *selected;
 
   // Before any input is made: a program whose tensors cannot fit is an error, not a crash.
   if (Status s = checkTensorsFit(*f, hostMemoryBytes()); !s) {
@@ -191,6 +187,7 @@ Command runCommand() {
              {"--input", "NAME=PATH", "take parameter %NAME from a .npy file", true},
              {"--seed", "N", "seed for the random inputs (default 0)"},
              {"--out", "DIR", "write result i to DIR/result_<i>.npy"},
+             {"--dump-dir", "DIR", "cpu: write the kiln IR, LLVM IR before/after O3 and assembly of every kernel to DIR"},
              {"--max-iterations", "N", "stop a `while` after N iterations with an error (default 10000000)"}},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

@@ -12,6 +12,8 @@ config.excludes = ["Inputs"]
 
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Compile-cache entries go under the lit output dir, never into the user's ~/.cache/kiln.
+config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "kiln-cache")
 # Sanitizer builds: leaks are findings, and reports should name source lines.
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
     if var in os.environ:

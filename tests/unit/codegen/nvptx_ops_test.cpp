@@ -146,8 +146,9 @@ TEST_P(NvptxOp, CompilesToNamedKernelsThatAssemble) {
     std::string ptx = checkedPtx(c.text, arch, c.op);
     if (ptx.empty()) continue;
     // Region ops have no kernel of their own: their bodies' ops do.
-    if (c.op != "map" && c.op != "while")
+    if (c.op != "map" && c.op != "while") {
       EXPECT_TRUE(std::regex_search(ptx, std::regex("\\.entry k[0-9]+_" + c.op + "\\("))) << c.op << " kernel:\n" << c.text;
+    }
     expectAssembles(ptx, arch, c.op + " from\n" + c.text);
   }
 }

@@ -1,0 +1,29 @@
+// The O3 pipeline: the analysis-manager boilerplate that every new-pass-manager user repeats.
+#include "codegen/llvm_pipeline.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Passes/PassBuilder.h>
+
+namespace kiln::codegen {
+
+void runO3(llvm::Module& module, llvm::TargetMachine& tm, const PipelineSettings& settings) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = settings.loopVectorize;
+  tuning.SLPVectorization = settings.slpVectorize;
+  llvm::PassBuilder pb(&tm, tuning);
+  if (settings.targetCallbacks) tm.registerPassBuilderCallbacks(pb);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,214 @@
+// The compile cache in use: the CPU backend's host objects and `kiln compile`'s PTX, each test
+// with its own cache directory (explicit CompileCache instances, never the global one).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/compile_stages.h"
+#include "codegen/cpu_compiler.h"
+#include "tests/unit/codegen/cpu_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+using codegen::CompileCache;
+using codegen::CompileOptions;
+
+const char* kProgram =
+    "func @main(%x: f32[8,16], %w: f32[16,4]) -> f32[8,4] {\n"
+    "  %h = matmul %x, %w\n"
+    "  %y = tanh %h\n"
+    "  return %y\n"
+    "}\n";
+
+class CacheUse : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kiln-cache-use-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    module_ = parseOrFail(kProgram);
+    ASSERT_TRUE(module_);
+    inputs_ = randomInputs(f(), 3);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  const Function& f() const { return *module_->entry(); }
+  // Where the cache keeps `key` (CompileCache's two-character fan-out).
+  std::filesystem::path entryFile(const std::string& key) const { return dir_ / key.substr(0, 2) / key.substr(2); }
+
+  // Compiles through `cache`, runs, and checks the result against the interpreter.
+  std::vector<Tensor> compileAndRun(CompileCache& cache, const CompileOptions& options = {}) {
+    auto exe = Executable::compile(f(), options, &cache);
+    EXPECT_TRUE(exe.ok()) << exe.error().str();
+    if (!exe.ok()) return {};
+    auto got = (*exe)->run(inputs_);
+    EXPECT_TRUE(got.ok()) << got.error().str();
+    if (!got.ok()) return {};
+    auto want = interpret(f(), inputs_);
+    EXPECT_EQ(compareTensors((*want)[0], (*got)[0], accumulateTolerance()), "");
+    return *got;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Module> module_;
+  std::vector<Tensor> inputs_;
+};
+
+bool isElf(const std::string& bytes) { return bytes.rfind("\x7f" "ELF", 0) == 0; }
+
+TEST_F(CacheUse, SecondCpuCompileIsAHitWithIdenticalResults) {
+  CompileCache cache(dir_.string());
+  std::vector<Tensor> first = compileAndRun(cache);
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(cache.hits(), 0u);
+  std::vector<Tensor> second = compileAndRun(cache);
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(first, second);  // bit for bit: the same machine code
+
+  // Another process, in effect: the entry comes from disk, and O3 and codegen are skipped.
+  CompileCache fresh(dir_.string());
+  auto object = codegen::compileCpuObject(f(), {}, &fresh);
+  ASSERT_TRUE(object.ok()) << object.error().str();
+  EXPECT_TRUE(object->fromCache);
+  EXPECT_TRUE(isElf(object->object));
+  EXPECT_EQ(fresh.hits(), 1u);
+  EXPECT_EQ(compileAndRun(fresh), first);
+}
+
+TEST_F(CacheUse, OtherOptionsOrGraphMiss) {
+  CompileCache cache(dir_.string());
+  compileAndRun(cache);
+  CompileOptions fast;
+  fast.fastMath = true;
+  auto exe = Executable::compile(f(), fast, &cache);
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  auto other = parseOrFail("func @main(%x: f32[8,16]) -> f32[8,16] {\n  %y = exp %x\n  return %y\n}\n");
+  auto exe2 = Executable::compile(*other->entry(), {}, &cache);
+  ASSERT_TRUE(exe2.ok()) << exe2.error().str();
+  EXPECT_EQ(cache.hits(), 0u);
+  EXPECT_EQ(cache.misses(), 3u);
+  EXPECT_NE(codegen::cpuObjectCacheKey(f(), {}), codegen::cpuObjectCacheKey(f(), fast));
+}
+
+TEST_F(CacheUse, GarbageInTheEntryFileIsRecompiledAndReplaced) {
+  std::vector<Tensor> want;
+  {
+    CompileCache cache(dir_.string());
+    want = compileAndRun(cache);
+  }
+  std::filesystem::path file = entryFile(codegen::cpuObjectCacheKey(f(), {}));
+  ASSERT_TRUE(std::filesystem::exists(file));
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << "not an object file";
+  CompileCache cache(dir_.string());
+  EXPECT_EQ(compileAndRun(cache), want);
+  EXPECT_EQ(cache.misses(), 1u);  // the damaged file is a miss, not a hit
+  CompileCache after(dir_.string());
+  auto entry = after.lookup(codegen::cpuObjectCacheKey(f(), {}));
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_TRUE(isElf(*entry));
+}
+
+TEST_F(CacheUse, TruncatedEntryFileIsRecompiled) {
+  { CompileCache cache(dir_.string()); compileAndRun(cache); }
+  std::filesystem::path file = entryFile(codegen::cpuObjectCacheKey(f(), {}));
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+  CompileCache cache(dir_.string());
+  compileAndRun(cache);
+  EXPECT_EQ(cache.misses(), 1u);
+}
+
+// An entry whose checksum is right but which LLVM cannot load (written by a buggy or different
+// kiln): the JIT rejects it, and compile recompiles and overwrites it.
+TEST_F(CacheUse, ObjectTheJitRejectsIsRecompiledAndReplaced) {
+  std::string key = codegen::cpuObjectCacheKey(f(), {});
+  CompileCache good(dir_.string());
+  std::vector<Tensor> want = compileAndRun(good);
+  std::string object = *good.lookup(key);
+  for (std::string bad : {std::string("garbage"), object.substr(0, object.size() / 2), std::string()}) {
+    SCOPED_TRACE("entry of " + std::to_string(bad.size()) + " bytes");
+    CompileCache cache(dir_.string());
+    cache.store(key, bad);
+    EXPECT_EQ(compileAndRun(cache), want);
+    EXPECT_EQ(cache.hits(), 1u);  // the bad entry was found ...
+    EXPECT_EQ(cache.lookup(key), object);  // ... and replaced with a good one
+    EXPECT_EQ(CompileCache(dir_.string()).lookup(key), object);
+  }
+}
+
+TEST_F(CacheUse, DumpDirBypassesTheLookupAndDumpsEveryStage) {
+  CompileCache cache(dir_.string());
+  compileAndRun(cache);
+  CompileOptions dumping;
+  dumping.dumpDir = (dir_ / "dump").string();
+  compileAndRun(cache, dumping);
+  EXPECT_EQ(cache.hits(), 0u);
+  for (const char* name : {"kernels.txt", "main.unopt.ll", "main.opt.ll", "main.s"})
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "dump" / name)) << name;
+}
+
+TEST_F(CacheUse, PtxHitIsByteIdentical) {
+  CompileOptions cuda;
+  cuda.target = codegen::Target::Cuda;
+  // No transcendental functions: libdevice need not be installed.
+  auto m = parseOrFail("func @main(%x: f32[8,16], %w: f32[16,4]) -> f32[8,4] {\n  %h = matmul %x, %w\n  %y = add %h, %h\n  return %y\n}\n");
+  CompileCache cache(dir_.string());
+  auto first = codegen::compileStages(*m->entry(), cuda, &cache);
+  ASSERT_TRUE(first.ok()) << first.error().str();
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_FALSE(first->optimizedIR.empty());
+  auto second = codegen::compileStages(*m->entry(), cuda, &cache);
+  ASSERT_TRUE(second.ok()) << second.error().str();
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(second->code, first->code);
+  EXPECT_TRUE(second->optimizedIR.empty());  // O3 was skipped
+  EXPECT_EQ(second->kernels, first->kernels);
+  EXPECT_EQ(second->unoptimizedIR, first->unoptimizedIR);
+
+  CompileCache fresh(dir_.string());  // from disk
+  auto third = codegen::compileStages(*m->entry(), cuda, &fresh);
+  ASSERT_TRUE(third.ok()) << third.error().str();
+  EXPECT_EQ(fresh.hits(), 1u);
+  EXPECT_EQ(third->code, first->code);
+
+  CompileOptions sm90 = cuda;
+  sm90.gpuArch = "sm_90";
+  auto other = codegen::compileStages(*m->entry(), sm90, &fresh);
+  ASSERT_TRUE(other.ok()) << other.error().str();
+  EXPECT_EQ(fresh.misses(), 1u);
+  EXPECT_NE(other->code, first->code);
+
+  auto uncached = codegen::compileStages(*m->entry(), cuda, nullptr);
+  ASSERT_TRUE(uncached.ok());
+  EXPECT_EQ(uncached->code, first->code);
+}
+
+// PTX that links libdevice depends on it: without libdevice the compile fails as uncached, it is
+// not served from an entry made with it.
+TEST_F(CacheUse, PtxKeyCoversLibdevice) {
+  CompileOptions cuda;
+  cuda.target = codegen::Target::Cuda;
+  auto m = parseOrFail("func @main(%x: f32[8]) -> f32[8] {\n  %y = exp %x\n  return %y\n}\n");
+  CompileCache cache(dir_.string());
+  auto with = codegen::compileStages(*m->entry(), cuda, &cache);
+  if (!with.ok()) GTEST_SKIP() << "no libdevice here: " << with.error().str();
+  EXPECT_EQ(cache.misses(), 1u);
+  std::string home = (dir_ / "empty-toolkit").string();
+  std::filesystem::create_directories(home);
+  const char* old = std::getenv("KILN_CUDA_HOME");
+  std::string saved = old ? old : "";
+  setenv("KILN_CUDA_HOME", home.c_str(), 1);
+  auto without = codegen::compileStages(*m->entry(), cuda, &cache);
+  if (old) setenv("KILN_CUDA_HOME", saved.c_str(), 1);
+  else unsetenv("KILN_CUDA_HOME");
+  ASSERT_FALSE(without.ok());
+  EXPECT_NE(without.error().message().find("libdevice not found"), std::string::npos) << without.error().str();
+  EXPECT_EQ(cache.hits(), 0u);
+}
+
+}  // namespace
+}  // namespace kiln::test
