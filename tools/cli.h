@@ -54,6 +54,7 @@ Command printCommand();
 Command runCommand();
 Command compileCommand();
 Command opsCommand();
+Command optCommand();
 
 }  // namespace kiln::cli
 

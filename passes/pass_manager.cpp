@@ -1,0 +1,80 @@
+// The pass registry and the loop that runs passes with the verifier between them.
+#include "passes/pass_manager.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+
+namespace kiln::passes {
+
+const std::vector<PassInfo>& registeredPasses() {
+  // The table of contents of what `--passes=` accepts; one line per pass.
+  static const std::vector<PassInfo> passes = {
+      {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
+       eliminateCommonSubexpressions},
+      {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
+  };
+  return passes;
+}
+
+const PassInfo* findPass(std::string_view name) {
+  for (const PassInfo& p : registeredPasses())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+Status checkPassNames(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (findPass(name)) continue;
+    std::string known;
+    for (const PassInfo& p : registeredPasses()) known += (known.empty() ? "" : ", ") + std::string(p.name);
+    return Error(fmt::format("unknown pass '{}' (passes: {})", name, known));
+  }
+  return {};
+}
+
+namespace {
+// Written here rather than through codegen/dump.h: passes sit below codegen and must not link it.
+Status writeDump(const std::string& dir, const std::string& fileName, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error("cannot create dump directory '" + dir + "': " + ec.message());
+  std::string path = (std::filesystem::path(dir) / fileName).string();
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) return Error("cannot write '" + path + "'");
+  return {};
+}
+}  // namespace
+
+Status runPasses(Module& module, const std::vector<std::string>& names, const PassRunOptions& options) {
+  KILN_TRY(checkPassNames(names));
+  std::vector<PassInfo> pipeline;
+  for (const std::string& name : names) pipeline.push_back(*findPass(name));
+  return runPipeline(module, pipeline, options);
+}
+
+Status runPipeline(Module& module, const std::vector<PassInfo>& pipeline, const PassRunOptions& options) {
+  int index = options.firstDumpIndex;
+  for (const PassInfo& pass : pipeline) {
+    PassResult changed = pass.run(module);
+    if (!changed) return Error(fmt::format("pass {}: {}", pass.name, changed.error().message()), changed.error().loc());
+    // A pass that leaves invalid IR is a kiln bug, whatever the input was; say which pass did it.
+    if (Status valid = verifyModule(module); !valid)
+      return Error(fmt::format("internal error: IR after pass '{}' does not verify (a bug in kiln): {}", pass.name,
+                               valid.error().message()),
+                   valid.error().loc());
+    if (options.printAfterAll) *options.printAfterAll << "# IR after " << pass.name << "\n" << printModule(module);
+    if (!options.dumpDir.empty())
+      KILN_TRY(writeDump(options.dumpDir, fmt::format("{:02}-{}.kiln", index++, pass.name), printModule(module)));
+  }
+  return {};
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,36 @@
+// The pass manager: passes by name, run in order with the verifier after each, optionally dumped.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+struct PassRunOptions {
+  // When set, the module after each pass is written to dumpDir/NN-<pass>.kiln. NN starts at
+  // firstDumpIndex (01 follows the 00-input.kiln that codegen/dump.h's dumpInput writes).
+  std::string dumpDir;
+  int firstDumpIndex = 1;
+  // When set, "# IR after <pass>" and the module are printed here after each pass.
+  std::ostream* printAfterAll = nullptr;
+};
+
+// Every registered pass, in the order `kiln opt --list-passes` shows them.
+const std::vector<PassInfo>& registeredPasses();
+// The pass called `name`, or null.
+const PassInfo* findPass(std::string_view name);
+// "unknown pass 'x' (passes: cse, dce)" for the first unknown name, or ok.
+Status checkPassNames(const std::vector<std::string>& names);
+
+// Runs the named passes in order on `module`. Unknown names are reported before anything runs.
+// A pass's own error comes back prefixed with its name; a module the verifier rejects after a pass
+// is a bug in that pass and comes back as an internal error naming it.
+Status runPasses(Module& module, const std::vector<std::string>& names, const PassRunOptions& options = {});
+// The same for passes given directly (a compile pipeline's fixed list, or a test's own pass).
+Status runPipeline(Module& module, const std::vector<PassInfo>& pipeline, const PassRunOptions& options = {});
+
+}  // namespace kiln::passes
