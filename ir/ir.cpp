@@ -163,6 +163,15 @@ void Block::erase(Op* op) {
   ops_.erase(it);
 }
 
+std::unique_ptr<Op> Block::take(Op* op) {
+  auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == op; });
+  KILN_INTERNAL_CHECK(it != ops_.end(), "take: op is not in this block");
+  std::unique_ptr<Op> taken = std::move(*it);
+  ops_.erase(it);
+  taken->parent_ = nullptr;
+  return taken;
+}
+
 Op* Block::terminator() const {
   if (ops_.empty()) return nullptr;
   Op* last = ops_.back().get();

@@ -160,6 +160,9 @@ class Block {
   Op* insertBefore(Op* position, std::unique_ptr<Op> op);
   // Destroys an op whose results have no uses.
   void erase(Op* op);
+  // Detaches `op` from this block, uses and all, to be appended or inserted elsewhere (a pass
+  // moving ops into a region). The caller keeps the IR valid.
+  std::unique_ptr<Op> take(Op* op);
   // The final `return` / `yield`, or null while the block is being built.
   Op* terminator() const;
 

@@ -103,7 +103,7 @@ bool cseBlock(Block& block, Scopes& scopes) {
 }
 }  // namespace
 
-PassResult eliminateCommonSubexpressions(Module& module) {
+PassResult eliminateCommonSubexpressions(Module& module, PassContext&) {
   bool changed = false;
   for (const auto& f : module.functions()) {
     Scopes scopes;

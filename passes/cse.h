@@ -7,6 +7,6 @@ namespace kiln::passes {
 
 // Replaces an op by an earlier identical one (same kind, operands, attributes and result types)
 // that is visible from it: earlier in its block, or earlier in an enclosing block.
-PassResult eliminateCommonSubexpressions(Module& module);
+PassResult eliminateCommonSubexpressions(Module& module, PassContext& context);
 
 }  // namespace kiln::passes

@@ -33,7 +33,7 @@ bool sweep(Block& block) {
 }
 }  // namespace
 
-PassResult eliminateDeadCode(Module& module) {
+PassResult eliminateDeadCode(Module& module, PassContext&) {
   bool changed = false;
   for (const auto& f : module.functions()) {
     // One sweep normally reaches the fixed point; the loop makes that a guarantee, not an argument.

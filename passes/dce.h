@@ -6,6 +6,6 @@
 namespace kiln::passes {
 
 // Erases every non-terminator op without used results, in nested regions too, to a fixed point.
-PassResult eliminateDeadCode(Module& module);
+PassResult eliminateDeadCode(Module& module, PassContext& context);
 
 }  // namespace kiln::passes

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -27,6 +28,11 @@ const PassInfo* findPass(std::string_view name) {
   for (const PassInfo& p : registeredPasses())
     if (p.name == name) return &p;
   return nullptr;
+}
+
+const std::vector<std::string>& defaultPipeline() {
+  static const std::vector<std::string> pipeline = {"cse", "dce"};
+  return pipeline;
 }
 
 Status checkPassNames(const std::vector<std::string>& names) {
@@ -55,6 +61,7 @@ Status writeDump(const std::string& dir, const std::string& fileName, const std:
 
 Status runPasses(Module& module, const std::vector<std::string>& names, const PassRunOptions& options) {
   KILN_TRY(checkPassNames(names));
+  KILN_TRY(checkPassNames(options.disabled));
   std::vector<PassInfo> pipeline;
   for (const std::string& name : names) pipeline.push_back(*findPass(name));
   return runPipeline(module, pipeline, options);
@@ -63,7 +70,11 @@ Status runPasses(Module& module, const std::vector<std::string>& names, const Pa
 Status runPipeline(Module& module, const std::vector<PassInfo>& pipeline, const PassRunOptions& options) {
   int index = options.firstDumpIndex;
   for (const PassInfo& pass : pipeline) {
-    PassResult changed = pass.run(module);
+    if (std::find(options.disabled.begin(), options.disabled.end(), pass.name) != options.disabled.end()) continue;
+    PassContext context(pass.name);
+    PassResult changed = pass.run(module, context);
+    if (options.remarks)
+      for (Remark& r : context.takeRemarks()) options.remarks->push_back(std::move(r));
     if (!changed) return Error(fmt::format("pass {}: {}", pass.name, changed.error().message()), changed.error().loc());
     // A pass that leaves invalid IR is a kiln bug, whatever the input was; say which pass did it.
     if (Status valid = verifyModule(module); !valid)

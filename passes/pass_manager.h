@@ -17,6 +17,10 @@ struct PassRunOptions {
   int firstDumpIndex = 1;
   // When set, "# IR after <pass>" and the module are printed here after each pass.
   std::ostream* printAfterAll = nullptr;
+  // When set, the passes' remarks (why a map stayed a loop, why ops were not fused) land here.
+  std::vector<Remark>* remarks = nullptr;
+  // Passes of the pipeline to skip, by name (for debugging: `--disable-passes=fusion`).
+  std::vector<std::string> disabled;
 };
 
 // Every registered pass, in the order `kiln opt --list-passes` shows them.
@@ -25,6 +29,9 @@ const std::vector<PassInfo>& registeredPasses();
 const PassInfo* findPass(std::string_view name);
 // "unknown pass 'x' (passes: cse, dce)" for the first unknown name, or ok.
 Status checkPassNames(const std::vector<std::string>& names);
+
+// The passes `kiln compile`, `kiln run` and Executable::compile run before codegen, in order.
+const std::vector<std::string>& defaultPipeline();
 
 // Runs the named passes in order on `module`. Unknown names are reported before anything runs.
 // A pass's own error comes back prefixed with its name; a module the verifier rejects after a pass

@@ -63,15 +63,16 @@ TEST(PassManager, RunsPassesInOrder) {
 
 TEST(PassManager, PassesReportWhetherTheyChangedAnything) {
   auto m = parse(kDuplicates);
-  auto cse = eliminateCommonSubexpressions(*m);
+  PassContext context;
+  auto cse = eliminateCommonSubexpressions(*m, context);
   ASSERT_TRUE(cse.ok());
   EXPECT_TRUE(*cse);
-  auto dce = eliminateDeadCode(*m);
+  auto dce = eliminateDeadCode(*m, context);
   ASSERT_TRUE(dce.ok());
   EXPECT_TRUE(*dce);
   // At the fixed point both say "no change".
-  EXPECT_FALSE(*eliminateCommonSubexpressions(*m));
-  EXPECT_FALSE(*eliminateDeadCode(*m));
+  EXPECT_FALSE(*eliminateCommonSubexpressions(*m, context));
+  EXPECT_FALSE(*eliminateDeadCode(*m, context));
 }
 
 TEST(PassManager, PrintAfterAllHeadsEachModuleWithThePass) {
@@ -106,7 +107,7 @@ TEST(PassManager, DumpDirGetsNumberedFilesPerPass) {
 }
 
 // A pass that breaks the IR: drops the entry's `return`, so the body has no terminator.
-PassResult dropReturn(Module& m) {
+PassResult dropReturn(Module& m, PassContext&) {
   Block& body = m.entry()->body();
   body.erase(body.terminator());
   return true;
@@ -120,7 +121,7 @@ TEST(PassManager, InvalidIrAfterAPassIsAnInternalErrorNamingIt) {
       << s.error().message();
 }
 
-PassResult failing(Module&) { return Error("cannot do that"); }
+PassResult failing(Module&, PassContext&) { return Error("cannot do that"); }
 
 TEST(PassManager, PassErrorsArePrefixedWithThePass) {
   auto m = parse(kDuplicates);

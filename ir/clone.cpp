@@ -1,0 +1,52 @@
+// cloneFunction: a walk over the function that maps every value to its copy as it goes; SSA
+// order guarantees a value is copied before any use of it.
+#include "ir/clone.h"
+
+#include <unordered_map>
+
+namespace kiln {
+
+namespace {
+
+class Cloner {
+ public:
+  void cloneBlock(const Block& from, Block& to) {
+    for (size_t i = 0; i < from.numArguments(); ++i) {
+      const Value* arg = from.argument(i);
+      map_[arg] = to.addArgument(arg->type(), arg->name());
+    }
+    for (const auto& op : from.ops()) {
+      std::vector<Value*> operands;
+      for (const Value* v : op->operands()) operands.push_back(lookup(v));
+      std::vector<TensorType> types;
+      for (const Value* r : op->results()) types.push_back(r->type());
+      Op* copy = to.append(Op::create(op->kind(), operands, types, op->attrs(), op->loc()));
+      for (size_t i = 0; i < op->numResults(); ++i) {
+        copy->result(i)->setName(op->result(i)->name());
+        map_[op->result(i)] = copy->result(i);
+      }
+      for (size_t r = 0; r < op->numRegions(); ++r) cloneBlock(*op->region(r), *copy->addRegion());
+    }
+  }
+
+ private:
+  Value* lookup(const Value* v) const {
+    auto it = map_.find(v);
+    KILN_INTERNAL_CHECK(it != map_.end(), "cloneFunction: a value is used before it is defined");
+    return it->second;
+  }
+  std::unordered_map<const Value*, Value*> map_;  // lookups only, never iterated
+};
+
+}  // namespace
+
+std::unique_ptr<Module> cloneFunction(const Function& function) {
+  auto module = std::make_unique<Module>();
+  Function* copy = module->addFunction(function.name());
+  copy->setLoc(function.loc());
+  copy->setResultTypes(function.resultTypes());
+  Cloner().cloneBlock(function.body(), copy->body());
+  return module;
+}
+
+}  // namespace kiln
