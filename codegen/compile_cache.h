@@ -15,6 +15,8 @@
 namespace kiln::codegen {
 
 // Hex SHA-256 of (kiln version, LLVM version, options, canonical text of `function`, `artifact`).
+// `artifact` names what is cached and holds everything else the bytes depend on: the callers put
+// the emitted LLVM IR there, so a change to the kernel emitter never hits a stale entry.
 // The canonical text is what `kiln print` writes, so the key ignores comments, formatting and
 // value names chosen by the user only as far as the printer does.
 std::string cacheKey(const Function& function, const CompileOptions& options, const std::string& artifact);

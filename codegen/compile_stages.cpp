@@ -29,7 +29,8 @@ Status compileForCuda(const Function& function, llvm::Module& module, const Bloc
   // The PTX also depends on the libdevice linked in. Without one, compile (and fail) uncached.
   auto libdevice = cache ? libdeviceFingerprint(module) : Expected<std::string>(std::string());
   if (!libdevice) cache = nullptr;
-  std::string key = cache ? cacheKey(function, options, "ptx " + *libdevice) : std::string();
+  // The emitted IR is part of the key, so PTX from an older emitter is never reused.
+  std::string key = cache ? cacheKey(function, options, "ptx " + *libdevice + "\n" + stages.unoptimizedIR) : std::string();
   // With a dump dir the cache is not read, so that every stage is dumped; the result is stored.
   if (cache && options.dumpDir.empty()) {
     if (auto hit = cache->lookup(key)) {

@@ -52,8 +52,17 @@ Expected<CpuCompilation> compileForCpu(const Function& function, const CompileOp
   return c;
 }
 
+namespace {
+// The emitted LLVM IR is part of the key: a kiln whose emitter changed must not reuse objects
+// compiled from the old IR, even for the same kiln text.
+std::string objectKey(const Function& function, const CompileOptions& options, const std::string& emittedIr) {
+  return cacheKey(function, options, "cpu-object " + hostCpuDescription() + "\n" + emittedIr);
+}
+}  // namespace
+
 std::string cpuObjectCacheKey(const Function& function, const CompileOptions& options) {
-  return cacheKey(function, options, "cpu-object " + hostCpuDescription());
+  auto c = emitForCpu(function, options);
+  return c ? objectKey(function, options, c->unoptimizedIr) : std::string();
 }
 
 Expected<CpuObject> compileCpuObject(const Function& function, const CompileOptions& options, CompileCache* cache,
@@ -64,7 +73,7 @@ Expected<CpuObject> compileCpuObject(const Function& function, const CompileOpti
   CpuObject result;
   result.plan = std::move(c->plan);
   result.errors = std::move(c->errors);
-  std::string key = cache ? cpuObjectCacheKey(function, options) : std::string();
+  std::string key = cache ? objectKey(function, options, c->unoptimizedIr) : std::string();
   // With a dump dir the cache is not read, so that every stage is dumped; the result is stored.
   if (cache && !refresh && options.dumpDir.empty()) {
     if (auto hit = cache->lookup(key)) {

@@ -66,8 +66,13 @@ llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef
   return call;
 }
 
+llvm::Value* CpuTarget::shuffleXor(llvm::IRBuilder<>&, llvm::Value*, int) {
+  internalError(__FILE__, __LINE__, "the CPU target runs one lane per row: nothing to shuffle");
+}
+
 llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name, int numBuffers,
-                                      int64_t numElements, const ElementBodyFn& body) {
+                                      int64_t numItems, int lanes, const WorkItemBodyFn& body) {
+  KILN_INTERNAL_CHECK(lanes == 1, "the CPU target runs one lane per work item");
   llvm::LLVMContext& ctx = module.getContext();
   auto* ptrTy = llvm::PointerType::get(ctx, 0);
   auto* i64 = llvm::Type::getInt64Ty(ctx);
@@ -103,7 +108,7 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
     index->addIncoming(begin, entry);
     std::vector<llvm::Value*> buffers;
     for (int i = 0; i < numBuffers; ++i) buffers.push_back(loop->getArg(i));
-    body(b, buffers, loop->getArg(numBuffers), index);
+    body(b, buffers, loop->getArg(numBuffers), index, b.getInt64(0));
     // The body may have opened blocks of its own; the loop continues from wherever it ended.
     llvm::Value* next = b.CreateAdd(index, b.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
     index->addIncoming(next, b.GetInsertBlock());

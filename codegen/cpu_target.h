@@ -26,10 +26,14 @@ class CpuTarget : public TargetHooks {
   std::string name() const override { return "cpu"; }
   // LLVM intrinsics where x86-64 lowers them (to instructions or libm calls), libm otherwise.
   llvm::Value* emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) override;
-  // Defines `void name(ptr buffers, ptr status, i64 begin, i64 end)` looping over [begin, end).
-  // `numElements` is not baked in: the runtime passes each thread its own range.
-  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numElements,
-                             const ElementBodyFn& body) override;
+  // Defines `void name(ptr buffers, ptr status, i64 begin, i64 end)` looping over work items
+  // [begin, end). `numItems` is not baked in: the runtime passes each thread its own range.
+  // One lane per item: a thread of the pool runs a row kernel's row on its own.
+  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numItems,
+                             int lanes, const WorkItemBodyFn& body) override;
+  int elementsPerItem() const override { return 1; }
+  int rowLanes() const override { return 1; }
+  llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;
 
  private:
   bool fastMath_;

@@ -252,11 +252,16 @@ llvm::Value* ElementEmitter::load(int input, const Index& index) {
   const Value* v = group_.inputs[static_cast<size_t>(input)];
   DType t = v->type().dtype;
   llvm::Type* storage = storageType(t);
-  llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[static_cast<size_t>(input)], linearize(index, v->type().shape));
+  // An input of the current element's shape read at the current element: its linear index is the
+  // element's own, which keeps neighbouring elements' loads visibly contiguous.
+  bool current = currentLinear_ && v->type().shape == currentShape_ && index == currentIndex_;
+  llvm::Value* linear = current ? currentLinear_ : linearize(index, v->type().shape);
+  llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[static_cast<size_t>(input)], linear);
   return fromStorage(b.CreateLoad(storage, ptr), t);
 }
 
 llvm::Value* ElementEmitter::emit(const Value* v, const Index& index) {
+  if (auto it = rowCache_.find(v); it != rowCache_.end()) return it->second;
   if (auto it = inputIndex_.find(v); it != inputIndex_.end()) return load(it->second, index);
   const Op* op = v->definingOp();
   KILN_INTERNAL_CHECK(op && std::find(group_.ops.begin(), group_.ops.end(), op) != group_.ops.end(),
@@ -278,15 +283,172 @@ llvm::Value* ElementEmitter::emitOp(const Op& op, unsigned result, const Index& 
   internalError(__FILE__, __LINE__, "kernel " + group_.name + ": " + std::string(op.name()) + " is not a kernel op");
 }
 
-void ElementEmitter::emitOutputs(llvm::Value* linear) {
-  size_t numInputs = group_.inputs.size();
-  for (size_t k = 0; k < group_.outputs.size(); ++k) {
-    const Value* out = group_.outputs[k];
-    DType t = out->type().dtype;
-    llvm::Value* value = emitOp(*out->definingOp(), out->index(), delinearize(linear, out->type().shape));
-    llvm::Value* ptr = b.CreateInBoundsGEP(storageType(t), buffers_[numInputs + k], linear);
-    b.CreateStore(toStorage(value, t), ptr);
+void ElementEmitter::setCurrent(const Index& index, llvm::Value* linear, const Shape& shape) {
+  currentIndex_ = index;
+  currentLinear_ = linear;
+  currentShape_ = shape;
+}
+
+void ElementEmitter::emitLoopItem(llvm::Value* item) {
+  std::vector<llvm::Value*> outputs(buffers_.begin() + static_cast<ptrdiff_t>(group_.inputs.size()), buffers_.end());
+  int64_t width = target_.elementsPerItem();
+  if (group_.segments.size() == 1) return emitSegmentItem(group_.segments[0], outputs, b.CreateMul(item, i64(width)));
+  // Segments one after another in item space; each item lies in exactly one.
+  int64_t begin = 0;
+  for (const Segment& segment : group_.segments) {
+    int64_t items = (numElements(segment.shape) + width - 1) / width;
+    llvm::Value* inside = b.CreateAnd(b.CreateICmpUGE(item, i64(begin)), b.CreateICmpULT(item, i64(begin + items)));
+    ifThen(inside, [&] {
+      emitSegmentItem(segment, outputs, b.CreateMul(b.CreateSub(item, i64(begin)), i64(width)));
+      return Values{};
+    }, {});
+    begin += items;
   }
+}
+
+void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<llvm::Value*>& outputs,
+                                     llvm::Value* first) {
+  const Shape& shape = segment.shape;
+  int64_t n = numElements(shape), width = target_.elementsPerItem();
+  // The index of element first + j. When the last dim is a multiple of the width, an item never
+  // crosses a row: one delinearisation, then the last index plus j (contiguous for broadcast
+  // inputs too).
+  bool sameRow = !shape.empty() && shape.back() % width == 0;
+  Index firstIndex = sameRow ? delinearize(first, shape) : Index{};
+  auto elementIndex = [&](int64_t j, llvm::Value* linear) {
+    if (!sameRow) return delinearize(linear, shape);
+    Index index = firstIndex;
+    if (j) index.back() = b.CreateAdd(index.back(), i64(j));
+    return index;
+  };
+  auto store = [&](size_t k, llvm::Value* linear, llvm::Value* value) {
+    DType t = group_.outputs[k]->type().dtype;
+    b.CreateStore(toStorage(value, t), b.CreateInBoundsGEP(storageType(t), outputs[k], linear));
+  };
+  auto compute = [&](size_t k, int64_t j, llvm::Value* linear) {
+    setCurrent(elementIndex(j, linear), linear, shape);
+    return emit(group_.outputs[k], currentIndex_);
+  };
+  auto whole = [&] {
+    // Every element's values first, then every store: neighbouring stores end up adjacent.
+    std::vector<std::pair<size_t, std::pair<llvm::Value*, llvm::Value*>>> stores;
+    for (int64_t j = 0; j < width; ++j) {
+      llvm::Value* linear = j ? b.CreateAdd(first, i64(j)) : first;
+      for (size_t k : segment.outputs) stores.push_back({k, {linear, compute(k, j, linear)}});
+    }
+    for (auto& [k, s] : stores) store(k, s.first, s.second);
+    return Values{};
+  };
+  auto tail = [&] {
+    for (int64_t j = 0; j < width; ++j) {
+      llvm::Value* linear = j ? b.CreateAdd(first, i64(j)) : first;
+      ifThen(b.CreateICmpULT(linear, i64(n)), [&] {
+        for (size_t k : segment.outputs) store(k, linear, compute(k, j, linear));
+        return Values{};
+      }, {});
+    }
+    return Values{};
+  };
+  if (n % width == 0) {
+    whole();
+  } else {
+    llvm::Value* complete = b.CreateICmpULE(b.CreateAdd(first, i64(width)), i64(n));
+    ifThen(complete, whole, {});
+    ifThen(b.CreateNot(complete), tail, {});
+  }
+  currentLinear_ = nullptr;
+}
+
+Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {
+  Index index = rowIndex;
+  while (index.size() < shape.size()) index.push_back(i64(0));
+  return index;
+}
+
+Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
+                                 const std::function<Values(llvm::Value* k, const Values&)>& add,
+                                 const std::function<Values(const Values&, const Values&)>& combine) {
+  int64_t n = group_.rowLength(), lanes = target_.rowLanes();
+  Values acc = loop((n + lanes - 1) / lanes, init, [&](llvm::Value* iv, const Values& c) {
+    llvm::Value* k = lanes == 1 ? iv : b.CreateAdd(lane, b.CreateMul(iv, i64(lanes)));
+    if (n % lanes == 0) return add(k, c);
+    return ifThen(b.CreateICmpULT(k, i64(n)), [&] { return add(k, c); }, c);
+  });
+  // Butterfly: after log2(lanes) steps every lane holds the combination of all lanes.
+  for (int64_t mask = lanes / 2; mask >= 1; mask /= 2) {
+    Values other;
+    for (llvm::Value* v : acc) other.push_back(target_.shuffleXor(b, v, static_cast<int>(mask)));
+    acc = combine(acc, other);
+  }
+  return acc;
+}
+
+void ElementEmitter::forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body) {
+  int64_t n = group_.rowLength(), lanes = target_.rowLanes();
+  loop((n + lanes - 1) / lanes, {}, [&](llvm::Value* iv, const Values&) {
+    llvm::Value* k = lanes == 1 ? iv : b.CreateAdd(lane, b.CreateMul(iv, i64(lanes)));
+    if (n % lanes == 0) {
+      body(k);
+    } else {
+      ifThen(b.CreateICmpULT(k, i64(n)), [&] {
+        body(k);
+        return Values{};
+      }, {});
+    }
+    return Values{};
+  });
+}
+
+void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
+  Index rowIndex = delinearize(row, group_.rows);
+  int64_t n = group_.rowLength();
+  auto fullIndex = [&](llvm::Value* k) {
+    Index index = rowIndex;
+    Index innerIndex = delinearize(k, group_.inner);
+    index.insert(index.end(), innerIndex.begin(), innerIndex.end());
+    return index;
+  };
+  // The row values, in program order, so each finds the ones it reads already cached.
+  for (const Op* op : group_.rowOps) {
+    const Value* v = op->result();
+    llvm::Value* value;
+    if (op->info().cls == OpClass::Reduction) {
+      Accumulation acc = accumulationFor(*this, *op, n);
+      Values total = reduceRow(
+          lane, {acc.init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], emit(op->operand(0), fullIndex(k)))}; },
+          [&](const Values& x, const Values& y) { return Values{acc.combine(x[0], y[0])}; });
+      value = roundTo(acc.finish(total[0]), v->type().dtype);
+    } else {
+      value = emit(v, rowValueIndex(rowIndex, v->type().shape));
+    }
+    rowCache_[v] = value;
+  }
+  std::vector<size_t> fullOutputs, rowOutputs;
+  for (size_t k = 0; k < group_.outputs.size(); ++k)
+    (group_.outputs[k]->type().numElements() == group_.numRows() * n ? fullOutputs : rowOutputs).push_back(k);
+  size_t numInputs = group_.inputs.size();
+  auto store = [&](size_t k, llvm::Value* linear, llvm::Value* value) {
+    DType t = group_.outputs[k]->type().dtype;
+    b.CreateStore(toStorage(value, t), b.CreateInBoundsGEP(storageType(t), buffers_[numInputs + k], linear));
+  };
+  if (!rowOutputs.empty()) {
+    ifThen(b.CreateICmpEQ(lane, i64(0)), [&] {
+      for (size_t k : rowOutputs) {
+        const Value* out = group_.outputs[k];
+        store(k, row, emit(out, rowValueIndex(rowIndex, out->type().shape)));
+      }
+      return Values{};
+    }, {});
+  }
+  if (fullOutputs.empty()) return;
+  Shape full = group_.rows;
+  full.insert(full.end(), group_.inner.begin(), group_.inner.end());
+  forEachInRow(lane, [&](llvm::Value* k) {
+    llvm::Value* linear = b.CreateAdd(b.CreateMul(row, i64(n)), k);
+    setCurrent(fullIndex(k), linear, full);
+    for (size_t k2 : fullOutputs) store(k2, linear, emit(group_.outputs[k2], currentIndex_));
+  });
+  currentLinear_ = nullptr;
 }
 
 }  // namespace kiln::codegen

@@ -41,8 +41,13 @@ class ElementEmitter {
   ElementEmitter(llvm::IRBuilder<>& b, TargetHooks& target, const KernelGroup& group, const Values& buffers,
                  llvm::Value* status, ErrorTable& errors);
 
-  // Computes every output of the group at linear output index `linear` and stores it.
-  void emitOutputs(llvm::Value* linear);
+  // Loop kernels: computes and stores the elements of work item `item`: elementsPerItem()
+  // consecutive elements of one segment's outputs (all of them first, then the stores, so the
+  // target can merge neighbouring loads and stores into vector ones), with a guarded tail.
+  void emitLoopItem(llvm::Value* item);
+  // Row kernels: row `row`, on lane `lane` of the target's rowLanes(): the row values once (each
+  // reduction accumulated per lane, then combined across lanes), then the row's full outputs.
+  void emitRow(llvm::Value* row, llvm::Value* lane);
 
   // The value of `v` at `index`, in its compute type, rounded to its dtype.
   llvm::Value* emit(const Value* v, const Index& index);
@@ -99,12 +104,23 @@ class ElementEmitter {
   // Raises kernel error `error` (an ErrorTable index) where `cond` holds; the first error wins.
   void raiseIf(llvm::Value* cond, int error);
   int addError(const Op& op, const std::string& message) { return errors_.add(op, message); }
+  TargetHooks& target() { return target_; }
   // Name for module-level data of this kernel (dense constants).
   std::string dataName(const std::string& what) const { return group_.name + "." + what; }
 
  private:
   llvm::Value* emitOp(const Op& op, unsigned result, const Index& index);
   llvm::Value* load(int input, const Index& index);
+  void emitSegmentItem(const Segment& segment, const std::vector<llvm::Value*>& outputs, llvm::Value* first);
+  // The element at `index` (linear `linear`) of the segment's shape, made current so that loads
+  // of same-shaped inputs use the linear index directly (contiguous, hence vectorisable).
+  void setCurrent(const Index& index, llvm::Value* linear, const Shape& shape);
+  // The index of `shape` (a row shape) for row `rowIndex`: the row dims, then zeros.
+  Index rowValueIndex(const Index& rowIndex, const Shape& shape);
+  // Accumulates f(k) over k in [0, n) of a row: lane-strided, then combined across lanes.
+  Values reduceRow(llvm::Value* lane, const Values& init, const std::function<Values(llvm::Value* k, const Values&)>& add,
+                   const std::function<Values(const Values&, const Values&)>& combine);
+  void forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body);
 
   TargetHooks& target_;
   const KernelGroup& group_;
@@ -112,6 +128,11 @@ class ElementEmitter {
   llvm::Value* status_;
   ErrorTable& errors_;
   std::map<const Value*, int> inputIndex_;  // lookup only, never iterated
+  // Row kernels: the row values of the current row, computed once before the full values.
+  std::map<const Value*, llvm::Value*> rowCache_;  // lookup only
+  Index currentIndex_;
+  llvm::Value* currentLinear_ = nullptr;
+  Shape currentShape_;
 };
 
 // The op families (emit_*.cpp). Each returns the op's result at `index`, in its compute type.
@@ -119,6 +140,16 @@ llvm::Value* emitElementwise(ElementEmitter& e, const Op& op, const Index& index
 llvm::Value* emitLayout(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitReduction(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index);
+
+// How a reduce_* op accumulates (emit_reduction.cpp), shared by reductions computed per output
+// element and row kernels: floats in double, ints in wrapping i64.
+struct Accumulation {
+  llvm::Value* init;
+  std::function<llvm::Value*(llvm::Value* acc, llvm::Value* element)> add;  // element in its compute type
+  std::function<llvm::Value*(llvm::Value* a, llvm::Value* b)> combine;      // two partial accumulators
+  std::function<llvm::Value*(llvm::Value* acc)> finish;                     // to the result's compute type
+};
+Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count);
 // Helpers shared by the families.
 std::optional<std::vector<int64_t>> optionalIntsAttr(const Op& op, std::string_view name);
 

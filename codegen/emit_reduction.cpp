@@ -31,6 +31,54 @@ Index reducedSource(const Index& index, const std::vector<int>& axes, bool keepd
   return source;
 }
 
+}  // namespace
+
+Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
+  DType t = op.result()->type().dtype;
+  OpKind kind = op.kind();
+  if (isInt(t)) {
+    int64_t identity = kind == OpKind::ReduceProd  ? 1
+                       : kind == OpKind::ReduceMax ? INT64_MIN
+                       : kind == OpKind::ReduceMin ? INT64_MAX
+                                                   : 0;
+    auto combine = [&e, kind](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
+      auto& b = e.b;
+      switch (kind) {
+        case OpKind::ReduceMax: return b.CreateSelect(b.CreateICmpSLT(a, v), v, a);
+        case OpKind::ReduceMin: return b.CreateSelect(b.CreateICmpSLT(v, a), v, a);
+        case OpKind::ReduceProd: return b.CreateMul(a, v);
+        default: return b.CreateAdd(a, v);  // sum, mean
+      }
+    };
+    return {e.i64(identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toI64(x)); }, combine,
+            [&e, kind, count, t](llvm::Value* a) {
+              auto& b = e.b;
+              // count > 0 here: a mean of no ints is an error raised before the loop.
+              llvm::Value* r = kind == OpKind::ReduceMean ? b.CreateSDiv(a, e.i64(count)) : a;
+              return b.CreateTrunc(r, e.computeType(t));
+            }};
+  }
+  double identity = kind == OpKind::ReduceProd  ? 1.0
+                    : kind == OpKind::ReduceMax ? -INFINITY
+                    : kind == OpKind::ReduceMin ? INFINITY
+                                                : 0.0;
+  auto combine = [&e, kind](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
+    switch (kind) {
+      case OpKind::ReduceMax: return e.floatMax(a, v);
+      case OpKind::ReduceMin: return e.floatMin(a, v);
+      case OpKind::ReduceProd: return e.b.CreateFMul(a, v);
+      default: return e.b.CreateFAdd(a, v);
+    }
+  };
+  return {dconst(e, identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toDouble(x)); },
+          combine, [&e, kind, count, t](llvm::Value* a) {
+            llvm::Value* r = kind == OpKind::ReduceMean ? e.b.CreateFDiv(a, dconst(e, static_cast<double>(count))) : a;  // 0/0 = NaN
+            return e.fromDouble(r, t);
+          }};
+}
+
+namespace {
+
 llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
   auto& b = e.b;
   const Value* x = op.operand(0);
@@ -50,41 +98,11 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
     return llvm::Constant::getNullValue(e.computeType(t));
   }
   auto element = [&](const Index& ivs) { return e.emit(x, reducedSource(index, *axes, keepdims, ivs, xt.rank())); };
-
-  if (isInt(t)) {
-    int64_t identity = kind == OpKind::ReduceProd  ? 1
-                       : kind == OpKind::ReduceMax ? INT64_MIN
-                       : kind == OpKind::ReduceMin ? INT64_MAX
-                                                   : 0;
-    Values acc = e.loopNest(extents, {e.i64(identity)}, [&](const Index& ivs, const Values& c) {
-      llvm::Value* v = e.toI64(element(ivs));
-      switch (kind) {
-        case OpKind::ReduceMax: return Values{b.CreateSelect(b.CreateICmpSLT(c[0], v), v, c[0])};
-        case OpKind::ReduceMin: return Values{b.CreateSelect(b.CreateICmpSLT(v, c[0]), v, c[0])};
-        case OpKind::ReduceProd: return Values{b.CreateMul(c[0], v)};
-        default: return Values{b.CreateAdd(c[0], v)};  // sum, mean
-      }
-    });
-    llvm::Value* r = kind == OpKind::ReduceMean ? b.CreateSDiv(acc[0], e.i64(count)) : acc[0];  // count > 0 here
-    return b.CreateTrunc(r, e.computeType(t));
-  }
-
-  double identity = kind == OpKind::ReduceProd  ? 1.0
-                    : kind == OpKind::ReduceMax ? -INFINITY
-                    : kind == OpKind::ReduceMin ? INFINITY
-                                                : 0.0;
-  Values acc = e.loopNest(extents, {dconst(e, identity)}, [&](const Index& ivs, const Values& c) {
-    llvm::Value* v = e.toDouble(element(ivs));
-    switch (kind) {
-      case OpKind::ReduceMax: return Values{e.floatMax(c[0], v)};
-      case OpKind::ReduceMin: return Values{e.floatMin(c[0], v)};
-      case OpKind::ReduceProd: return Values{b.CreateFMul(c[0], v)};
-      default: return Values{b.CreateFAdd(c[0], v)};
-    }
+  Accumulation acc = accumulationFor(e, op, count);
+  Values total = e.loopNest(extents, {acc.init}, [&](const Index& ivs, const Values& c) {
+    return Values{acc.add(c[0], element(ivs))};
   });
-  llvm::Value* r = acc[0];
-  if (kind == OpKind::ReduceMean) r = b.CreateFDiv(r, dconst(e, static_cast<double>(count)));  // 0/0 = NaN
-  return e.fromDouble(r, t);
+  return acc.finish(total[0]);
 }
 
 // The first occurrence of the max (min) wins; NaN counts as the extreme, so the first NaN wins.

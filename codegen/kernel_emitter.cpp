@@ -9,14 +9,25 @@
 
 namespace kiln::codegen {
 
+int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
+  if (group.kind == KernelKind::Row) return group.numRows();
+  int64_t width = target.elementsPerItem(), items = 0;
+  for (const Segment& s : group.segments) items += (numElements(s.shape) + width - 1) / width;
+  return items;
+}
+
 std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, const BlockPlan& plan) {
   ErrorTable errors;
   for (const KernelGroup* group : plan.allGroups()) {
     int numBuffers = static_cast<int>(group->inputs.size() + group->outputs.size());
+    bool row = group->kind == KernelKind::Row;
     llvm::Function* kernel = target.emitKernel(
-        module, group->name, numBuffers, group->numElements(),
-        [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* index) {
-          ElementEmitter(b, target, *group, buffers, status, errors).emitOutputs(index);
+        module, group->name, numBuffers, numWorkItems(*group, target), row ? target.rowLanes() : 1,
+        [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
+            llvm::Value* lane) {
+          ElementEmitter emitter(b, target, *group, buffers, status, errors);
+          if (row) emitter.emitRow(item, lane);
+          else emitter.emitLoopItem(item);
         });
     // A kernel that does not verify is a bug in kiln: stop here, naming the kernel and the problem.
     std::string problems;

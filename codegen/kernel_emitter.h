@@ -21,6 +21,10 @@ struct KernelError {
   SourceLoc loc;
 };
 
+// The work items of `group`'s kernel on `target`: rows, or groups of elementsPerItem() elements.
+// The runtime launches (CPU: splits) exactly this many.
+int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target);
+
 // Emits one kernel per group of `plan` (nested region plans included) into `module`, whose
 // target triple and data layout the caller has set. Returns the errors the kernels can raise.
 std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, const BlockPlan& plan);

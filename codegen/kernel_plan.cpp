@@ -1,10 +1,19 @@
-// Splits a function into kernel groups and region steps (one kernel per op until fusion groups
-// more), numbering kernels in one depth-first walk so their names are unique per function.
+// Splits a function into kernel groups and region steps: one kernel per `fusion` op and per
+// remaining op, numbering kernels in one depth-first walk so their names are unique per function.
+// Each group gets its layout here: Row when its ops have a row structure, else Loop with its
+// outputs in segments by shape. Either computes exactly what the ops compute one by one; the
+// fusion pass only decides which ops share a kernel.
 #include "codegen/kernel_plan.h"
 
 #include <algorithm>
 
 namespace kiln::codegen {
+
+int64_t KernelGroup::numOutputElements() const {
+  int64_t n = 0;
+  for (const Value* v : outputs) n += v->type().numElements();
+  return n;
+}
 
 namespace {
 
@@ -21,6 +30,39 @@ std::vector<const Value*> groupInputs(const std::vector<const Op*>& ops) {
   return inputs;
 }
 
+// What a kernel is named after: its first reduction or library op, else its last op.
+std::string heroName(const std::vector<const Op*>& ops) {
+  if (ops.empty()) return "copy";  // a fusion that only yields values it reads
+  for (const Op* op : ops) {
+    OpClass cls = op->info().cls;
+    if (cls == OpClass::Reduction || cls == OpClass::Library) return std::string(op->name());
+  }
+  return std::string(ops.back()->name());
+}
+
+void layOut(KernelGroup& group) {
+  auto rows = passes::analyzeRows(group.ops);
+  // A row kernel stores full values per element and row values once per row: nothing else.
+  if (rows) {
+    for (const Value* out : group.outputs)
+      if (out->type().shape != rows->shape.full() && !passes::isRowShape(out->type().shape, rows->shape)) rows.reset();
+  }
+  if (rows) {
+    group.kind = KernelKind::Row;
+    group.rows = rows->shape.rows;
+    group.inner = rows->shape.inner;
+    group.rowOps = rows->rowOps;
+    return;
+  }
+  group.kind = KernelKind::Loop;
+  for (size_t k = 0; k < group.outputs.size(); ++k) {
+    const Shape& shape = group.outputs[k]->type().shape;
+    auto it = std::find_if(group.segments.begin(), group.segments.end(), [&](const Segment& s) { return s.shape == shape; });
+    if (it == group.segments.end()) it = group.segments.insert(group.segments.end(), Segment{shape, {}});
+    it->outputs.push_back(k);
+  }
+}
+
 class Planner {
  public:
   std::unique_ptr<BlockPlan> planBlock(const Block& block) {
@@ -30,6 +72,10 @@ class Planner {
       const Op* op = opPtr.get();
       OpClass cls = op->info().cls;
       if (cls == OpClass::Terminator) continue;
+      if (op->kind() == OpKind::Fusion) {
+        addGroup(*plan, fusionGroup(*op));
+        continue;
+      }
       if (cls == OpClass::Region) {
         Step step{Step::Kind::Region, -1, RegionStep{op, {}}};
         for (size_t r = 0; r < op->numRegions(); ++r) step.region.regions.push_back(planBlock(*op->region(r)));
@@ -38,16 +84,35 @@ class Planner {
       }
       KernelGroup group;
       group.ops = {op};
-      group.name = "k" + std::to_string(nextKernel_++) + "_" + std::string(op->name());
-      group.inputs = groupInputs(group.ops);
       for (size_t i = 0; i < op->numResults(); ++i) group.outputs.push_back(op->result(i));
-      plan->steps.push_back(Step{Step::Kind::Kernel, static_cast<int>(plan->groups.size()), RegionStep{nullptr, {}}});
-      plan->groups.push_back(std::move(group));
+      group.results = group.outputs;
+      addGroup(*plan, std::move(group));
     }
     return plan;
   }
 
  private:
+  static KernelGroup fusionGroup(const Op& fusion) {
+    KernelGroup group;
+    group.fusion = &fusion;
+    const Block& body = *fusion.region(0);
+    for (const auto& op : body.ops())
+      if (op.get() != body.terminator()) group.ops.push_back(op.get());
+    for (const Value* v : body.terminator()->operands()) group.outputs.push_back(v);
+    for (size_t i = 0; i < fusion.numResults(); ++i) group.results.push_back(fusion.result(i));
+    return group;
+  }
+
+  void addGroup(BlockPlan& plan, KernelGroup group) {
+    group.inputs = groupInputs(group.ops);
+    layOut(group);
+    std::string kind = group.kind == KernelKind::Row ? "row" : group.fusion ? "loop" : "";
+    group.name = "k" + std::to_string(nextKernel_++) + "_" + (kind.empty() ? "" : kind + "_") +
+                 heroName(group.ops);
+    plan.steps.push_back(Step{Step::Kind::Kernel, static_cast<int>(plan.groups.size()), RegionStep{nullptr, {}}});
+    plan.groups.push_back(std::move(group));
+  }
+
   int nextKernel_ = 0;  // shared by nested regions: names stay unique across the function
 };
 

@@ -1,6 +1,6 @@
 // The kernel plan: a function split into the steps the runtime executes in order. A kernel step
-// is a group of ops lowered to one generated kernel (one op per group until the fusion pass
-// groups more); a region step is a `map` or `while`, which the host drives over the plans of its
+// is a group of ops lowered to one generated kernel: a `fusion` op's body (passes/fusion.cpp) or
+// a single op; a region step is a `map` or `while`, which the host drives over the plans of its
 // regions.
 #pragma once
 
@@ -9,17 +9,42 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/row_structure.h"
 
 namespace kiln::codegen {
 
-// Ops lowered together into one kernel that loops over the elements of its outputs. All outputs
-// of a group have the same element count (the loop's trip count).
+// How a kernel's work is laid out.
+//  - Loop: work items walk the elements of the outputs. Outputs of the same shape form one
+//    segment, computed together per element (multi-output fusion); outputs of different shapes
+//    (horizontal fusion of independent updates) take the segments one after another.
+//  - Row: every output is a "full" value of shape rows ++ inner or a "row value" (one per row,
+//    shape rows ++ [1,..] or rows), and the group's reductions combine exactly the inner dims. A
+//    work item is one row: it computes the row values once (reductions first), then the full
+//    values of the row (softmax, layer norm, log_softmax as one kernel).
+enum class KernelKind { Loop, Row };
+
+struct Segment {
+  Shape shape;                  // of every output in the segment
+  std::vector<size_t> outputs;  // indices into KernelGroup::outputs
+};
+
+// Ops lowered together into one kernel.
 struct KernelGroup {
-  std::string name;                  // kernel symbol, e.g. "k3_add": index in the plan + op names
-  std::vector<const Op*> ops;        // program order
+  std::string name;                  // kernel symbol, e.g. "k3_row_reduce_max": plan index + what it does
+  KernelKind kind = KernelKind::Loop;
+  std::vector<const Op*> ops;        // program order (a fusion's body without its yield)
   std::vector<const Value*> inputs;  // values defined outside the group that it reads, in argument order
-  std::vector<const Value*> outputs; // values it writes, in argument order (after the inputs)
-  int64_t numElements() const { return outputs.front()->type().numElements(); }
+  std::vector<const Value*> outputs; // values the kernel computes and stores, in argument order (after the inputs)
+  std::vector<const Value*> results; // the values outputs[k] become for the rest of the function (the fusion's results)
+  std::vector<Segment> segments;     // Loop
+  Shape rows, inner;                 // Row: full values are rows ++ inner
+  std::vector<const Op*> rowOps;     // Row: ops computing row values, once per row, in program order
+  const Op* fusion = nullptr;        // the fusion op the group came from, or null for a single op
+
+  int64_t numRows() const { return kiln::numElements(rows); }
+  int64_t rowLength() const { return kiln::numElements(inner); }
+  // Elements the kernel stores (all outputs together).
+  int64_t numOutputElements() const;
 };
 
 struct BlockPlan;
@@ -46,8 +71,8 @@ struct BlockPlan {
   std::vector<const KernelGroup*> allGroups() const;
 };
 
-// Plans a function: one kernel per op that is neither a region op nor a terminator. Kernel names
-// are unique across the whole function (nested regions included).
+// Plans a function: one kernel per fusion op and per remaining op that is neither a region op
+// nor a terminator. Kernel names are unique across the whole function (nested regions included).
 std::unique_ptr<BlockPlan> planFunction(const Function& function);
 
 }  // namespace kiln::codegen

@@ -68,8 +68,25 @@ llvm::Value* NvptxTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayR
   return b.CreateCall(callee, args);
 }
 
+llvm::Value* NvptxTarget::shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) {
+  llvm::Type* type = v->getType();
+  unsigned bits = type->getPrimitiveSizeInBits();
+  KILN_INTERNAL_CHECK(bits == 32 || bits == 64, "shuffleXor takes 32- or 64-bit values");
+  auto shuffle32 = [&](llvm::Value* x) {
+    // Every lane takes part (mask ~0); clamp 0x1f keeps the butterfly inside the warp.
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                             {b.getInt32(0xffffffffu), x, b.getInt32(static_cast<uint32_t>(laneMask)), b.getInt32(0x1f)});
+  };
+  if (bits == 32) return b.CreateBitCast(shuffle32(b.CreateBitCast(v, b.getInt32Ty())), type);
+  llvm::Value* x = b.CreateBitCast(v, b.getInt64Ty());
+  llvm::Value* low = shuffle32(b.CreateTrunc(x, b.getInt32Ty()));
+  llvm::Value* high = shuffle32(b.CreateTrunc(b.CreateLShr(x, 32), b.getInt32Ty()));
+  llvm::Value* joined = b.CreateOr(b.CreateZExt(low, b.getInt64Ty()), b.CreateShl(b.CreateZExt(high, b.getInt64Ty()), 32));
+  return b.CreateBitCast(joined, type);
+}
+
 llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string& name, int numBuffers,
-                                        int64_t numElements, const ElementBodyFn& body) {
+                                        int64_t numItems, int lanes, const WorkItemBodyFn& body) {
   llvm::LLVMContext& ctx = module.getContext();
   llvm::Type* ptr = llvm::PointerType::get(ctx, 0);
   std::vector<llvm::Type*> params(numBuffers + 1, ptr);
@@ -92,7 +109,8 @@ llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string&
   f->addParamAttr(numBuffers, llvm::Attribute::NoCapture);
   f->addParamAttr(numBuffers, llvm::Attribute::getWithAlignment(ctx, llvm::Align(4)));
 
-  // for (i = ctaid * ntid + tid; i < n; i += nctaid * ntid) body(i)
+  // for (item = thread / lanes; item < n; item += threads / lanes) body(item, thread % lanes).
+  // Every lane of an item sees the same trip count, so whole warps run the loop together.
   auto* entry = llvm::BasicBlock::Create(ctx, "entry", f);
   auto* loop = llvm::BasicBlock::Create(ctx, "loop", f);
   auto* exit = llvm::BasicBlock::Create(ctx, "exit", f);
@@ -102,17 +120,20 @@ llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string&
   llvm::Value* ctaid = readSreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, "ctaid");
   llvm::Value* nctaid = readSreg(b, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, "nctaid");
   // Each factor is below 2^32, so neither product nor sum wraps in i64.
-  llvm::Value* start = b.CreateAdd(b.CreateMul(ctaid, ntid, "", true, true), tid, "start", true, true);
-  llvm::Value* stride = b.CreateMul(nctaid, ntid, "stride", true, true);
-  llvm::Value* n = b.getInt64(numElements);
+  llvm::Value* thread = b.CreateAdd(b.CreateMul(ctaid, ntid, "", true, true), tid, "thread", true, true);
+  llvm::Value* threads = b.CreateMul(nctaid, ntid, "threads", true, true);
+  llvm::Value* start = lanes == 1 ? thread : b.CreateUDiv(thread, b.getInt64(static_cast<uint64_t>(lanes)), "start");
+  llvm::Value* lane = lanes == 1 ? b.getInt64(0) : b.CreateURem(thread, b.getInt64(static_cast<uint64_t>(lanes)), "lane");
+  llvm::Value* stride = lanes == 1 ? threads : b.CreateUDiv(threads, b.getInt64(static_cast<uint64_t>(lanes)), "stride");
+  llvm::Value* n = b.getInt64(static_cast<uint64_t>(numItems));
   b.CreateCondBr(b.CreateICmpULT(start, n), loop, exit);
 
   b.SetInsertPoint(loop);
-  llvm::PHINode* index = b.CreatePHI(b.getInt64Ty(), 2, "i");
+  llvm::PHINode* index = b.CreatePHI(b.getInt64Ty(), 2, "item");
   index->addIncoming(start, entry);
-  body(b, buffers, status, index);
+  body(b, buffers, status, index, lane);
   // The body may have added blocks (reduction loops); the back edge leaves from wherever it ended.
-  llvm::Value* next = b.CreateAdd(index, stride, "i.next", true, true);
+  llvm::Value* next = b.CreateAdd(index, stride, "item.next", true, true);
   index->addIncoming(next, b.GetInsertBlock());
   b.CreateCondBr(b.CreateICmpULT(next, n), loop, exit);
 

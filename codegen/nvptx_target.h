@@ -1,5 +1,5 @@
-// The NVPTX target hooks: the GPU kernel ABI, a grid-stride loop over output elements, and math
-// from libdevice. Compiling the module to PTX is nvptx_compiler.h's job.
+// The NVPTX target hooks: the GPU kernel ABI, a grid-stride loop over work items (a thread per
+// item, or a warp per row), warp shuffles, and math from libdevice. Compiling the module to PTX is nvptx_compiler.h's job.
 #pragma once
 
 #include "codegen/target.h"
@@ -16,7 +16,8 @@ namespace kiln::codegen {
 // - %status: the launch's i32 error word (0 = fine, else 1 + an index in the error table).
 // - no element count: shapes are static, so the trip count is a constant in the kernel, which lets
 //   LLVM strength-reduce index arithmetic. Any grid works (the loop strides by the grid's size);
-//   the runtime picks one, e.g. ceil(n / 256) blocks of 256 threads capped to a few waves.
+//   the runtime picks one with launchShape() (codegen/launch_shape.h). Row kernels give each row to
+//   a warp (32 lanes), so their blocks must be a whole number of warps.
 class NvptxTarget : public TargetHooks {
  public:
   // fastMath: must match the CompileOptions the module is compiled with (it picks sqrt.approx).
@@ -26,8 +27,12 @@ class NvptxTarget : public TargetHooks {
   // floor, ceil and fabs as LLVM intrinsics, which NVPTX lowers to single instructions (f32 sqrt
   // under fast math: sqrt.approx.ftz).
   llvm::Value* emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) override;
-  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numElements,
-                             const ElementBodyFn& body) override;
+  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numItems,
+                             int lanes, const WorkItemBodyFn& body) override;
+  int elementsPerItem() const override { return 4; }
+  int rowLanes() const override { return 32; }
+  // shfl.sync.bfly.b32 over the full warp; 64-bit values go as two halves.
+  llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;
 
  private:
   bool fastMath_;

@@ -14,10 +14,11 @@ namespace kiln::codegen {
 // Float math the element emitter cannot express as plain LLVM instructions.
 enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Pow, Floor, Ceil, Fabs };
 
-// Emits the body for one output element: `buffers` are the kernel's buffer pointers (group inputs,
-// then outputs), `status` points at the i32 error word, `index` is the i64 linear output index.
-using ElementBodyFn = std::function<void(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
-                                         llvm::Value* status, llvm::Value* index)>;
+// Emits the body for one work item: `buffers` are the kernel's buffer pointers (group inputs, then
+// outputs), `status` points at the i32 error word, `item` is the i64 work item index and `lane`
+// the i64 index of this thread among the `lanes` threads that share the item (0 when lanes is 1).
+using WorkItemBodyFn = std::function<void(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
+                                          llvm::Value* status, llvm::Value* item, llvm::Value* lane)>;
 
 class TargetHooks {
  public:
@@ -27,9 +28,19 @@ class TargetHooks {
   // libdevice's __nv_* on NVPTX). All args have the same float type.
   virtual llvm::Value* emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) = 0;
   // Defines the kernel `name` in `module` with this target's ABI for `numBuffers` buffers and an
-  // error word, and a loop over [0, numElements) that runs `body` once per output element.
-  virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers,
-                                     int64_t numElements, const ElementBodyFn& body) = 0;
+  // error word, and a loop over work items [0, numItems) that runs `body` once per item on each of
+  // `lanes` threads (1, or rowLanes() for row kernels). All lanes of an item run the same code, so
+  // they may exchange values with shuffleXor.
+  virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numItems,
+                                     int lanes, const WorkItemBodyFn& body) = 0;
+  // How many consecutive elements a work item of a loop kernel computes: 4 on the GPU, so loads
+  // and stores can be 128 bits wide; 1 on the CPU, whose loop vectoriser widens the loop itself.
+  virtual int elementsPerItem() const = 0;
+  // How many threads share one row of a row kernel: a warp (32) on the GPU, 1 on the CPU.
+  virtual int rowLanes() const = 0;
+  // The value `v` (i32, i64, float or double) of the lane whose index is this lane's XOR
+  // `laneMask`, for butterfly reductions across a row's lanes. Only called when rowLanes() > 1.
+  virtual llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) = 0;
 };
 
 }  // namespace kiln::codegen

@@ -77,7 +77,7 @@ Status checkRegionParams(const Cursor& c, const Op& op, const Token& open, const
   if (params.size() != op.numOperands())
     return c.error(open, name + ": the region has " + plural(params.size(), "parameter") + ", expected " +
                              std::to_string(op.numOperands()) +
-                             (isMap ? " (one per operand)" : " (one per loop-carried value)"));
+                             (isMap ? " (one per operand)" : op.kind() == OpKind::Fusion ? " (a fusion reads enclosing values directly)" : " (one per loop-carried value)"));
   for (size_t i = 0; i < params.size(); ++i) {
     TensorType want = op.operand(i)->type();
     if (isMap) {

@@ -381,6 +381,16 @@ Expected<Types> map(const Op& op, const Types*) {
   return out;
 }
 
+// A fusion's body reads values of the enclosing blocks directly and takes no parameters; its
+// results are what it yields.
+Expected<Types> fusion(const Op& op, const Types*) {
+  KILN_TRY(checkRegionParams(*op.region(0), {}, "body"));
+  std::string kind = op.attr("kind").getString();
+  if (kind != "loop" && kind != "row" && kind != "reduce" && kind != "library")
+    return Error("kind must be \"loop\", \"row\", \"reduce\" or \"library\", got \"" + kind + "\"");
+  return yieldedTypes(*op.region(0), "body");
+}
+
 Expected<Types> whileLoop(const Op& op, const Types*) {
   Types ts = op.operandTypes();
   KILN_TRY(checkRegionParams(*op.region(0), ts, "cond"));

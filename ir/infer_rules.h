@@ -33,6 +33,7 @@ KILN_INFER_RULE(batchNorm);
 KILN_INFER_RULE(softmaxCrossEntropy);
 KILN_INFER_RULE(map);
 KILN_INFER_RULE(whileLoop);
+KILN_INFER_RULE(fusion);
 KILN_INFER_RULE(terminator);
 
 #undef KILN_INFER_RULE

@@ -129,6 +129,8 @@ std::vector<OpInfo> buildTable() {
       {K::AllReduce, "all_reduce", C::Collective, 1, 1, 0, D::Num, {optional("reduce", A::String, "sum")}, infer::unary},
       {K::Map, "map", C::Region, 1, kAny, 1, D::Any, {}, infer::map},
       {K::While, "while", C::Region, 1, kAny, 2, D::Any, {}, infer::whileLoop},
+      {K::Fusion, "fusion", C::Region, 0, 0, 1, D::Any,
+       {optional("kind", A::String, "loop"), optional("epilogue", A::String, "")}, infer::fusion},
       {K::Return, "return", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator},
       {K::Yield, "yield", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator},
   };

@@ -31,7 +31,7 @@ class Op;
   X(BroadcastTo, "broadcast_to") X(Concat, "concat") X(Slice, "slice") X(Gather, "gather")       \
   X(Pad, "pad") X(Conv2d, "conv2d") X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d")        \
   X(BatchNorm, "batch_norm") X(SoftmaxCrossEntropy, "softmax_cross_entropy")                     \
-  X(AllReduce, "all_reduce") X(Map, "map") X(While, "while") X(Return, "return") X(Yield, "yield")
+  X(AllReduce, "all_reduce") X(Map, "map") X(While, "while") X(Fusion, "fusion") X(Return, "return") X(Yield, "yield")
 
 enum class OpKind : uint16_t {
 #define KILN_OP_ENUM(e, n) e,
@@ -46,7 +46,7 @@ enum class OpClass {
   Layout,       // moves or selects elements without arithmetic (reshape, transpose, slice, ...)
   Library,      // dense kernels vendors do well (matmul, conv2d, pooling)
   Collective,   // communicates across data-parallel replicas
-  Region,       // owns nested blocks (map, while)
+  Region,       // owns nested blocks (map, while, fusion)
   Terminator,   // return, yield: end a block
 };
 std::string_view opClassName(OpClass c);

@@ -34,6 +34,8 @@ int64_t elementCost(const codegen::KernelGroup& group) {
     }
     cost += c;
   }
+  // A row kernel's work item is a whole row, read once per reduction and once more for the outputs.
+  if (group.kind == codegen::KernelKind::Row) cost *= group.rowLength() * static_cast<int64_t>(1 + group.rowOps.size());
   return std::max<int64_t>(1, cost);
 }
 
@@ -142,8 +144,8 @@ class ExecutionContext {
   Status runKernel(const codegen::KernelGroup& group) {
     std::vector<void*> args;
     for (const Value* v : group.inputs) args.push_back(buffer(v));
-    for (const Value* v : group.outputs) args.push_back(allocate(v));
-    int64_t n = group.numElements();
+    for (const Value* v : group.results) args.push_back(allocate(v));
+    int64_t n = codegen::numWorkItems(group, cpuTarget_);
     codegen::CpuKernelFn fn = exe_.kernels_.at(&group);
     // Each chunk has its own error word; the error of the first failing chunk is reported, so
     // the message does not depend on thread timing.
@@ -216,6 +218,7 @@ class ExecutionContext {
   }
 
   const Executable& exe_;
+  codegen::CpuTarget cpuTarget_;  // asked how the kernels split their work into items
   const ExecuteOptions& options_;
   std::unordered_map<const Value*, uint8_t*> buffers_;
   std::unordered_map<const Value*, std::unique_ptr<uint8_t, FreeDeleter>> owned_;

@@ -102,6 +102,7 @@ Expected<Tensor> runKernel(const Op& op, const std::vector<const Tensor*>& in) {
     case OpKind::AllReduce: return *in[0];
     case OpKind::Map:
     case OpKind::While:
+    case OpKind::Fusion:
     case OpKind::Return:
     case OpKind::Yield: break;  // run by Interpreter::runOp and runBlock, never here
   }
@@ -132,6 +133,11 @@ class Interpreter {
   Expected<std::vector<Tensor>> runOp(const Op& op, const Frame& frame) {
     if (op.kind() == OpKind::Map) return runMap(op, frame);
     if (op.kind() == OpKind::While) return runWhile(op, frame);
+    if (op.kind() == OpKind::Fusion) {
+      // A fused group computes what its ops compute one by one.
+      Frame inner(&frame);
+      return runBlock(*op.region(0), inner);
+    }
     std::vector<const Tensor*> inputs;
     for (Value* v : op.operands()) inputs.push_back(&frame.lookup(v));
     auto result = runKernel(op, inputs);

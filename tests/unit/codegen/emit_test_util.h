@@ -36,8 +36,12 @@ class TestTarget : public TargetHooks {
     return b.CreateCall(callee, args);
   }
 
+  int elementsPerItem() const override { return 1; }
+  int rowLanes() const override { return 1; }
+  llvm::Value* shuffleXor(llvm::IRBuilder<>&, llvm::Value* v, int) override { return v; }
+
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numElements,
-                             const ElementBodyFn& body) override {
+                             int, const WorkItemBodyFn& body) override {
     llvm::LLVMContext& ctx = module.getContext();
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i64 = llvm::Type::getInt64Ty(ctx);
@@ -54,7 +58,7 @@ class TestTarget : public TargetHooks {
     b.SetInsertPoint(loop);
     llvm::PHINode* i = b.CreatePHI(i64, 2);
     i->addIncoming(f->getArg(2), entry);
-    body(b, buffers, f->getArg(1), i);
+    body(b, buffers, f->getArg(1), i, b.getInt64(0));
     llvm::Value* next = b.CreateAdd(i, b.getInt64(1));
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateCondBr(b.CreateICmpSLT(next, f->getArg(3)), loop, exit);

@@ -45,7 +45,7 @@ func @main(%x: f32[4,3], %b: f32[3]) -> f32[4,3] {
   EXPECT_EQ(names(plan->groups[1].inputs), (std::vector<std::string>{"h"}));  // deduplicated
   EXPECT_TRUE(plan->groups[2].inputs.empty());
   EXPECT_EQ(names(plan->groups[3].inputs), (std::vector<std::string>{"s", "c"}));
-  EXPECT_EQ(plan->groups[3].numElements(), 12);
+  EXPECT_EQ(plan->groups[3].numOutputElements(), 12);
   EXPECT_EQ(plan->allGroups().size(), 4u);
 }
 

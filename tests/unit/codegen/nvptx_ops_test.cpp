@@ -98,6 +98,10 @@ std::vector<OpCase> opCases() {
   cases.push_back({"map", "func @main(%xs: f32[4,8], %s: f32[4]) -> f32[4,8] {\n"
                           "  %ys = map %xs, %s (%x: f32[8], %t: f32[]) {\n    %u = mul %x, %t\n    %v = tanh %u\n"
                           "    yield %v\n  }\n  return %ys\n}\n"});
+  cases.push_back({"fusion", "func @main(%x: f32[4,8], %b: f32[8]) -> (f32[4,8], f32[4,1]) {\n"
+                             "  %y, %s = fusion {kind = \"row\"} () {\n    %a = add %x, %b\n    %e = exp %a\n"
+                             "    %t = reduce_sum %e {axes = [1], keepdims = true}\n    %d = div %e, %t\n    yield %d, %t\n  }\n"
+                             "  return %y, %s\n}\n"});
   cases.push_back({"while", "func @main(%x0: f32[3]) -> f32[3] {\n  %i0 = constant 0 : i32[]\n  %limit = constant 4 : i32[]\n"
                             "  %n, %y = while %i0, %x0 (%i: i32[], %x: f32[3]) cond {\n    %c = lt %i, %limit\n    yield %c\n"
                             "  } body {\n    %one = constant 1 : i32[]\n    %i1 = add %i, %one\n    %x1 = sqrt %x\n"
@@ -146,8 +150,11 @@ TEST_P(NvptxOp, CompilesToNamedKernelsThatAssemble) {
     std::string ptx = checkedPtx(c.text, arch, c.op);
     if (ptx.empty()) continue;
     // Region ops have no kernel of their own: their bodies' ops do.
-    if (c.op != "map" && c.op != "while") {
-      EXPECT_TRUE(std::regex_search(ptx, std::regex("\\.entry k[0-9]+_" + c.op + "\\("))) << c.op << " kernel:\n" << c.text;
+    // A fusion's kernel is named after its kind and main op; a row reduction's after its layout.
+    if (c.op == "fusion") {
+      EXPECT_TRUE(std::regex_search(ptx, std::regex("\\.entry k[0-9]+_row_reduce_sum\\("))) << c.text;
+    } else if (c.op != "map" && c.op != "while") {
+      EXPECT_TRUE(std::regex_search(ptx, std::regex("\\.entry k[0-9]+_(row_)?" + c.op + "\\("))) << c.op << " kernel:\n" << c.text;
     }
     expectAssembles(ptx, arch, c.op + " from\n" + c.text);
   }
