@@ -9,6 +9,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 
@@ -20,6 +21,8 @@ const std::vector<PassInfo>& registeredPasses() {
       {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
        eliminateCommonSubexpressions},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
+      {"canonicalize", "fold small all-constant ops and rewrite exact identities (x*1, transpose of transpose, ...)",
+       canonicalize},
   };
   return passes;
 }
