@@ -12,6 +12,7 @@
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/decompose.h"
 
 namespace kiln::passes {
 
@@ -23,6 +24,8 @@ const std::vector<PassInfo>& registeredPasses() {
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
       {"canonicalize", "fold small all-constant ops and rewrite exact identities (x*1, transpose of transpose, ...)",
        canonicalize},
+      {"decompose", "rewrite softmax, log_softmax, layer_norm, batch_norm, gelu and silu into primitive ops",
+       decompose},
   };
   return passes;
 }
