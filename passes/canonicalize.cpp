@@ -171,14 +171,15 @@ Value* reshapeIdentity(Op& op) {
                         op.result()->name());
 }
 
-// broadcast_to(x) of x's own shape -> x; broadcast_to(splat constant) -> splat constant of the
-// broadcast shape (a splat prints as one scalar and codegen emits it as an immediate).
-Value* broadcastIdentity(Op& op) {
-  Value* x = op.operand(0);
-  if (x->type() == op.result()->type()) return x;
-  const Tensor* c = constantValue(x);
-  if (c && c->numElements() > 0 && isSplat(*c)) return splatConstant(op, *c);
-  return nullptr;
+// broadcast_to(x) of x's own shape -> x.
+Value* broadcastIdentity(Op& op) { return op.operand(0)->type() == op.result()->type() ? op.operand(0) : nullptr; }
+
+// broadcast_to, reshape or transpose of a splat constant -> a splat constant of the result type,
+// whatever its size (folding stops at 4096 elements; a splat prints as one scalar and codegen
+// emits it as an immediate).
+Value* layoutOfSplat(Op& op) {
+  const Tensor* c = constantValue(op.operand(0));
+  return c && c->numElements() > 0 && isSplat(*c) ? splatConstant(op, *c) : nullptr;
 }
 
 // cast(x) to x's own dtype -> x.
@@ -189,12 +190,19 @@ struct Rule {
   Value* (*apply)(Op&);
 };
 
-// The rewrite rules, one per op kind; the algebra is on each function.
+// The rewrite rules, tried in this order; the algebra is on each function.
 constexpr Rule kRules[] = {
-    {OpKind::Add, addIdentity},       {OpKind::Sub, subIdentity},
-    {OpKind::Mul, mulIdentity},       {OpKind::Div, divIdentity},
-    {OpKind::Neg, negNeg},            {OpKind::Transpose, transposeIdentity},
-    {OpKind::Reshape, reshapeIdentity}, {OpKind::BroadcastTo, broadcastIdentity},
+    {OpKind::Add, addIdentity},
+    {OpKind::Sub, subIdentity},
+    {OpKind::Mul, mulIdentity},
+    {OpKind::Div, divIdentity},
+    {OpKind::Neg, negNeg},
+    {OpKind::Transpose, transposeIdentity},
+    {OpKind::Transpose, layoutOfSplat},
+    {OpKind::Reshape, reshapeIdentity},
+    {OpKind::Reshape, layoutOfSplat},
+    {OpKind::BroadcastTo, broadcastIdentity},
+    {OpKind::BroadcastTo, layoutOfSplat},
     {OpKind::Cast, castIdentity},
 };
 
@@ -225,7 +233,8 @@ class Canonicalizer {
     if (foldable(op) && !unfoldable_.count(&op))
       if (Value* folded = fold(op)) return folded;
     for (const Rule& rule : kRules)
-      if (rule.kind == op.kind()) return rule.apply(op);
+      if (rule.kind == op.kind())
+        if (Value* replacement = rule.apply(op)) return replacement;
     return nullptr;
   }
 
