@@ -9,8 +9,10 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/decompose.h"
 
 namespace kiln::passes {
 
@@ -20,6 +22,10 @@ const std::vector<PassInfo>& registeredPasses() {
       {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
        eliminateCommonSubexpressions},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
+      {"canonicalize", "fold small all-constant ops and rewrite exact identities (x*1, transpose of transpose, ...)",
+       canonicalize},
+      {"decompose", "rewrite softmax, log_softmax, layer_norm, batch_norm, gelu and silu into primitive ops",
+       decompose},
   };
   return passes;
 }

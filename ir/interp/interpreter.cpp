@@ -191,6 +191,13 @@ class Interpreter {
 
 }  // namespace
 
+Expected<Tensor> evaluateOp(const Op& op, const std::vector<const Tensor*>& inputs) {
+  KILN_INTERNAL_CHECK(op.numRegions() == 0 && op.info().cls != OpClass::Terminator,
+                      "evaluateOp: " + std::string(op.name()) + " is not a single-kernel op");
+  KILN_INTERNAL_CHECK(inputs.size() == op.numOperands(), "evaluateOp: one input per operand");
+  return runKernel(op, inputs);
+}
+
 Expected<std::vector<Tensor>> interpret(const Function& function, const std::vector<Tensor>& inputs,
                                         const InterpretOptions& options) {
   std::vector<Value*> params = function.params();

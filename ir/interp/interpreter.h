@@ -20,4 +20,9 @@ struct InterpretOptions {
 Expected<std::vector<Tensor>> interpret(const Function& function, const std::vector<Tensor>& inputs,
                                         const InterpretOptions& options = {});
 
+// Runs the kernel of one op that is neither a region op (map, while) nor a terminator on `inputs`
+// (one per operand, with the operands' types). For constant folding: a run-time error (an integer
+// division by zero, a gather index out of range) comes back unprefixed, without the op's location.
+Expected<Tensor> evaluateOp(const Op& op, const std::vector<const Tensor*>& inputs);
+
 }  // namespace kiln

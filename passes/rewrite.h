@@ -1,0 +1,22 @@
+// Small helpers for passes that replace an op by new ops built in front of it (canonicalize, decompose).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace kiln::passes {
+
+// Inserts `kind operands {attrs}` just before `at`, with at's source location (so run-time errors
+// and `kiln explain` still point at the user's line) and inferred result types; returns its result.
+// `name` becomes the value's name when the printer finds it valid and free (else it numbers it).
+// An op that does not type-check is a bug in the calling pass: internal error.
+Value* insertOpBefore(Op& at, OpKind kind, const std::vector<Value*>& operands, AttrList attrs = {},
+                      std::string name = "");
+// A `constant` holding `value`, inserted just before `at`.
+Value* insertConstantBefore(Op& at, Tensor value, std::string name = "");
+// Points every use of op's only result at `replacement` and erases op.
+void replaceOp(Op& op, Value* replacement);
+
+}  // namespace kiln::passes
