@@ -11,6 +11,7 @@
 #include "ir/verifier.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/vectorize.h"
 
 namespace kiln::passes {
 
@@ -20,6 +21,8 @@ const std::vector<PassInfo>& registeredPasses() {
       {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
        eliminateCommonSubexpressions},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
+      {"vectorize", "rewrite each map into batched ops on whole operands (like jax.vmap); others stay loops",
+       vectorizeMaps},
   };
   return passes;
 }
