@@ -55,6 +55,7 @@ using K = OpKind;
 using C = OpClass;
 using D = DTypeSet;
 using A = AttrKind;
+using B = BatchRule;
 constexpr int kAny = -1;
 
 AttrSpec required(std::string_view name, AttrKind kind) { return {name, kind, std::nullopt, true}; }
@@ -65,21 +66,21 @@ AttrSpec computed(std::string_view name, AttrKind kind, std::string_view what) {
 }
 
 std::vector<OpInfo> buildTable() {
-  auto unary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 1, 1, 0, d, {}, infer::unary}; };
-  auto binary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, d, {}, infer::binary}; };
-  auto compare = [](K k, std::string_view n) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, D::Num, {}, infer::compare}; };
+  auto unary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 1, 1, 0, d, {}, infer::unary, B::Elementwise}; };
+  auto binary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, d, {}, infer::binary, B::Elementwise}; };
+  auto compare = [](K k, std::string_view n) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, D::Num, {}, infer::compare, B::Elementwise}; };
   auto reduce = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
-                  {computed("axes", A::List, "all axes"), optional("keepdims", A::Bool, false)}, infer::reduce};
+                  {computed("axes", A::List, "all axes"), optional("keepdims", A::Bool, false)}, infer::reduce, B::Reduce};
   };
   auto argReduce = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
-                  {optional("axis", A::Int, 0), optional("keepdims", A::Bool, false)}, infer::argReduce};
+                  {optional("axis", A::Int, 0), optional("keepdims", A::Bool, false)}, infer::argReduce, B::AxisAttr};
   };
   auto pool = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Library, 1, 1, 0, D::Float,
                   {required("kernel", A::List), computed("strides", A::List, "kernel"), optional("pads", A::List, Attr::ints({0, 0, 0, 0}))},
-                  infer::pool2d};
+                  infer::pool2d, B::MergeIntoBatch};
   };
   std::vector<OpInfo> t = {
       unary(K::Neg, "neg", D::Num), unary(K::Abs, "abs", D::Num),
@@ -89,7 +90,7 @@ std::vector<OpInfo> buildTable() {
       unary(K::Sin, "sin", D::Float), unary(K::Cos, "cos", D::Float), unary(K::Floor, "floor", D::Float),
       unary(K::Ceil, "ceil", D::Float), unary(K::Sign, "sign", D::Float), unary(K::Log1p, "log1p", D::Float),
       unary(K::Relu, "relu", D::Float), unary(K::Silu, "silu", D::Float),
-      {K::Gelu, "gelu", C::Elementwise, 1, 1, 0, D::Float, {optional("approximate", A::String, "none")}, infer::unary},
+      {K::Gelu, "gelu", C::Elementwise, 1, 1, 0, D::Float, {optional("approximate", A::String, "none")}, infer::unary, B::Elementwise},
       unary(K::Not, "not", D::Bool),
       binary(K::Add, "add", D::Num), binary(K::Sub, "sub", D::Num), binary(K::Mul, "mul", D::Num),
       binary(K::Div, "div", D::Num), binary(K::Max, "max", D::Num), binary(K::Min, "min", D::Num),
@@ -97,42 +98,42 @@ std::vector<OpInfo> buildTable() {
       compare(K::Eq, "eq"), compare(K::Ne, "ne"), compare(K::Lt, "lt"), compare(K::Le, "le"), compare(K::Gt, "gt"),
       compare(K::Ge, "ge"),
       binary(K::And, "and", D::Bool), binary(K::Or, "or", D::Bool), binary(K::Xor, "xor", D::Bool),
-      {K::Select, "select", C::Elementwise, 3, 3, 0, D::Any, {}, infer::select},
-      {K::Cast, "cast", C::Elementwise, 1, 1, 0, D::Any, {required("to", A::DType)}, infer::cast},
-      {K::Constant, "constant", C::Elementwise, 0, 0, 0, D::Any, {required("value", A::Dense)}, infer::constant},
-      {K::Iota, "iota", C::Elementwise, 0, 0, 0, D::Num, {required("axis", A::Int)}, infer::iota},
+      {K::Select, "select", C::Elementwise, 3, 3, 0, D::Any, {}, infer::select, B::Elementwise},
+      {K::Cast, "cast", C::Elementwise, 1, 1, 0, D::Any, {required("to", A::DType)}, infer::cast, B::Elementwise},
+      {K::Constant, "constant", C::Elementwise, 0, 0, 0, D::Any, {required("value", A::Dense)}, infer::constant, B::NeverBatched},
+      {K::Iota, "iota", C::Elementwise, 0, 0, 0, D::Num, {required("axis", A::Int)}, infer::iota, B::NeverBatched},
       reduce(K::ReduceSum, "reduce_sum"), reduce(K::ReduceMean, "reduce_mean"), reduce(K::ReduceMax, "reduce_max"),
       reduce(K::ReduceMin, "reduce_min"), reduce(K::ReduceProd, "reduce_prod"),
       argReduce(K::Argmax, "argmax"), argReduce(K::Argmin, "argmin"),
-      {K::Softmax, "softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax},
-      {K::LogSoftmax, "log_softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax},
+      {K::Softmax, "softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax, B::AxisAttr},
+      {K::LogSoftmax, "log_softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax, B::AxisAttr},
       {K::LayerNorm, "layer_norm", C::Reduction, 3, 3, 0, D::Float,
-       {optional("axis", A::Int, -1), optional("epsilon", A::Float, 1e-5)}, infer::layerNorm},
-      {K::Matmul, "matmul", C::Library, 2, 2, 0, D::Num, {}, infer::matmul},
-      {K::Reshape, "reshape", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::reshape},
-      {K::Transpose, "transpose", C::Layout, 1, 1, 0, D::Any, {required("perm", A::List)}, infer::transpose},
-      {K::BroadcastTo, "broadcast_to", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::broadcastTo},
-      {K::Concat, "concat", C::Layout, 1, kAny, 0, D::Any, {required("axis", A::Int)}, infer::concat},
+       {optional("axis", A::Int, -1), optional("epsilon", A::Float, 1e-5)}, infer::layerNorm, B::AxisAttr},
+      {K::Matmul, "matmul", C::Library, 2, 2, 0, D::Num, {}, infer::matmul, B::Matmul},
+      {K::Reshape, "reshape", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::reshape, B::Reshape},
+      {K::Transpose, "transpose", C::Layout, 1, 1, 0, D::Any, {required("perm", A::List)}, infer::transpose, B::Transpose},
+      {K::BroadcastTo, "broadcast_to", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::broadcastTo, B::BroadcastTo},
+      {K::Concat, "concat", C::Layout, 1, kAny, 0, D::Any, {required("axis", A::Int)}, infer::concat, B::Concat},
       {K::Slice, "slice", C::Layout, 1, 1, 0, D::Any,
        {required("starts", A::List), required("ends", A::List), computed("axes", A::List, "[0, 1, ...]"), computed("steps", A::List, "1s")},
-       infer::slice},
-      {K::Gather, "gather", C::Layout, 2, 2, 0, D::Any, {optional("axis", A::Int, 0)}, infer::gather},
-      {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad},
+       infer::slice, B::Slice},
+      {K::Gather, "gather", C::Layout, 2, 2, 0, D::Any, {optional("axis", A::Int, 0)}, infer::gather, B::Gather},
+      {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad, B::Pad},
       {K::Conv2d, "conv2d", C::Library, 2, 2, 0, D::Float,
        {optional("strides", A::List, Attr::ints({1, 1})), optional("pads", A::List, Attr::ints({0, 0, 0, 0})),
         optional("dilations", A::List, Attr::ints({1, 1})), optional("groups", A::Int, 1)},
-       infer::conv2d},
+       infer::conv2d, B::MergeIntoBatch},
       pool(K::MaxPool2d, "max_pool2d"), pool(K::AvgPool2d, "avg_pool2d"),
       {K::BatchNorm, "batch_norm", C::Elementwise, 5, 5, 0, D::Float, {optional("epsilon", A::Float, 1e-5)},
-       infer::batchNorm},
-      {K::SoftmaxCrossEntropy, "softmax_cross_entropy", C::Reduction, 2, 2, 0, D::Float, {}, infer::softmaxCrossEntropy},
-      {K::AllReduce, "all_reduce", C::Collective, 1, 1, 0, D::Num, {optional("reduce", A::String, "sum")}, infer::unary},
-      {K::Map, "map", C::Region, 1, kAny, 1, D::Any, {}, infer::map},
-      {K::While, "while", C::Region, 1, kAny, 2, D::Any, {}, infer::whileLoop},
+       infer::batchNorm, B::MergeIntoBatch},
+      {K::SoftmaxCrossEntropy, "softmax_cross_entropy", C::Reduction, 2, 2, 0, D::Float, {}, infer::softmaxCrossEntropy, B::None},
+      {K::AllReduce, "all_reduce", C::Collective, 1, 1, 0, D::Num, {optional("reduce", A::String, "sum")}, infer::unary, B::Elementwise},
+      {K::Map, "map", C::Region, 1, kAny, 1, D::Any, {}, infer::map, B::NestedMap},
+      {K::While, "while", C::Region, 1, kAny, 2, D::Any, {}, infer::whileLoop, B::None},
       {K::Fusion, "fusion", C::Region, 0, 0, 1, D::Any,
-       {optional("kind", A::String, "loop"), optional("epilogue", A::String, "")}, infer::fusion},
-      {K::Return, "return", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator},
-      {K::Yield, "yield", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator},
+       {optional("kind", A::String, "loop"), optional("epilogue", A::String, "")}, infer::fusion, B::None},
+      {K::Return, "return", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator, B::Terminator},
+      {K::Yield, "yield", C::Terminator, 0, kAny, 0, D::Any, {}, infer::terminator, B::Terminator},
   };
   for (size_t i = 0; i < t.size(); ++i)
     KILN_INTERNAL_CHECK(static_cast<size_t>(t[i].kind) == i, "op table out of order at " + std::string(t[i].name));

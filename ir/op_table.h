@@ -51,6 +51,28 @@ enum class OpClass {
 };
 std::string_view opClassName(OpClass c);
 
+// How the `vectorize` pass batches the op when it sits in a `map` body and uses a value that
+// depends on the mapped element (passes/vectorize_rules.cpp implements each kind). B is the map's
+// axis-0 length; a batched value carries it as a new leading dim.
+enum class BatchRule {
+  Elementwise,     // same op on the batched operands, ranks aligned by reshapes to [B,1,..,1,s]
+  Reduce,          // reduce_*: axes shifted by one; "all axes" means all element axes, not B
+  AxisAttr,        // argmax/argmin, softmax/log_softmax, layer_norm (x only): `axis` shifted by one
+  Matmul,          // NumPy matmul with 1-D promotion: reshapes line B up as a leading batch dim
+  Reshape,         // shape = [B] ++ shape
+  Transpose,       // perm = [0] ++ (perm + 1)
+  BroadcastTo,     // shape = [B] ++ shape, the operand reshaped to [B,1,..,1,s] first
+  Concat,          // axis + 1; unbatched operands broadcast to [B, ...]
+  Slice,           // axes shifted by one
+  Gather,          // batched x: axis + 1; batched indices: B comes out at `axis`, moved first
+  Pad,             // a 0 pad before and after B
+  MergeIntoBatch,  // conv2d, pooling, batch_norm: x reshaped [B,N,...] -> [B*N,...] and back
+  NeverBatched,    // constant, iota: no operands, so never batched (kept outside the loop)
+  NestedMap,       // an inner map is vectorized first; one that stays a loop keeps the outer one too
+  None,            // no batching rule: while (per-element trip count), softmax_cross_entropy
+  Terminator,      // yield ends the body (its values are the map's results); return never occurs
+};
+
 // Which dtypes an op's main operands accept.
 enum class DTypeSet { Any, Num, Float, Int, Bool };
 bool dtypeIn(DType t, DTypeSet set);
@@ -78,6 +100,7 @@ struct OpInfo {
   DTypeSet dtypes;  // accepted dtypes of the main operand(s)
   std::vector<AttrSpec> attrs;
   InferFn infer;
+  BatchRule batch;  // how vectorize batches it inside a map
 
   const AttrSpec* findAttr(std::string_view attrName) const;
 };

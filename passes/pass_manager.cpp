@@ -13,19 +13,22 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/decompose.h"
+#include "passes/vectorize.h"
 
 namespace kiln::passes {
 
 const std::vector<PassInfo>& registeredPasses() {
   // The table of contents of what `--passes=` accepts; one line per pass.
   static const std::vector<PassInfo> passes = {
-      {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
-       eliminateCommonSubexpressions},
-      {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
       {"canonicalize", "fold small all-constant ops and rewrite exact identities (x*1, transpose of transpose, ...)",
        canonicalize},
       {"decompose", "rewrite softmax, log_softmax, layer_norm, batch_norm, gelu and silu into primitive ops",
        decompose},
+      {"vectorize", "rewrite each map into batched ops on whole operands (like jax.vmap); others stay loops",
+       vectorizeMaps},
+      {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
+       eliminateCommonSubexpressions},
+      {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
   };
   return passes;
 }

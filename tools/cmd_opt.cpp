@@ -3,6 +3,7 @@
 
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "codegen/dump.h"
 #include "ir/printer.h"
@@ -22,8 +23,14 @@ std::vector<std::string> splitPasses(const std::string& list) {
 }
 
 int listPasses() {
-  for (const passes::PassInfo& p : passes::registeredPasses()) fmt::print("  {:<8} {}\n", p.name, p.description);
+  for (const passes::PassInfo& p : passes::registeredPasses()) fmt::print("  {:<10} {}\n", p.name, p.description);
   return kExitOk;
+}
+
+// "file:line:col: remark: [pass] message", the shape of an error line, so editors jump to it.
+void printRemark(const passes::Remark& r) {
+  std::string where = r.loc.known() ? fmt::format("{}:{}:{}: ", r.loc.file, r.loc.line, r.loc.col) : "";
+  fmt::print(stderr, "{}remark: [{}] {}\n", where, r.pass, r.message);
 }
 
 int runOpt(const Command& command, const Args& args) {
@@ -41,6 +48,8 @@ int runOpt(const Command& command, const Args& args) {
     return kExitError;
   }
   passes::PassRunOptions options;
+  std::vector<passes::Remark> remarks;
+  if (args.has("--remarks")) options.remarks = &remarks;
   options.dumpDir = args.get("--dump-dir").value_or("");
   if (args.has("--print-after-all")) options.printAfterAll = &std::cerr;
   if (!options.dumpDir.empty()) {
@@ -49,8 +58,11 @@ int runOpt(const Command& command, const Args& args) {
       return kExitError;
     }
   }
-  if (Status s = passes::runPasses(**module, names, options); !s) {
-    reportError(s.error());
+  Status ran = passes::runPasses(**module, names, options);
+  // Remarks of the passes that ran come first, also when a later pass failed.
+  for (const passes::Remark& r : remarks) printRemark(r);
+  if (!ran) {
+    reportError(ran.error());
     return kExitError;
   }
   fmt::print("{}", printModule(**module));
@@ -60,14 +72,17 @@ int runOpt(const Command& command, const Args& args) {
 
 Command optCommand() {
   Command c{"opt", "run passes over a .kiln file and print the result",
-            "kiln opt FILE --passes=P1,P2,... [--print-after-all] [--dump-dir DIR]\n       kiln opt --list-passes",
+            "kiln opt FILE --passes=P1,P2,... [--remarks] [--print-after-all] [--dump-dir DIR]\n       kiln opt --list-passes",
             "Parses and verifies FILE (- for standard input), runs the named passes in order over every\n"
             "function, verifying after each, and prints the module in canonical form on stdout.\n"
+            "--remarks prints the passes' remarks on stderr, one a line, as\n"
+            "`file:line:col: remark: [pass] message` (why a map stayed a loop, say).\n"
             "--print-after-all prints the module after each pass on stderr, headed `# IR after <pass>`;\n"
             "--dump-dir DIR writes 00-input.kiln and then NN-<pass>.kiln after each pass.\n"
             "An unknown pass name exits 2 with the list of passes.",
             {{"--passes", "LIST", "comma-separated passes to run in order (see --list-passes)"},
              {"--list-passes", "", "list the passes and exit"},
+             {"--remarks", "", "print the passes' remarks (decisions such as a map kept as a loop) on stderr"},
              {"--print-after-all", "", "print the module after every pass on stderr"},
              {"--dump-dir", "DIR", "write 00-input.kiln and NN-<pass>.kiln after each pass to DIR"},
              {"--entry", "NAME", "accepted for symmetry with other commands; passes run on every function"}},
