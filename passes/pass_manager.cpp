@@ -13,6 +13,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/decompose.h"
+#include "passes/fusion.h"
 #include "passes/vectorize.h"
 
 namespace kiln::passes {
@@ -29,6 +30,8 @@ const std::vector<PassInfo>& registeredPasses() {
       {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
        eliminateCommonSubexpressions},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
+      {"fusion", "group ops into fusion ops, one kernel each (loop, row reduction, library epilogue, multi-output)",
+       fuseOps},
   };
   return passes;
 }
