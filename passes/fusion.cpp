@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
 #include "passes/fusion_rules.h"
 
 namespace kiln::passes {
@@ -206,7 +208,10 @@ class BlockFuser {
     for (Op* p : candidates(g)) {
       auto it = rejected.find(p);
       if (it == rejected.end()) continue;
-      context_.remark(std::string(p->name()) + " -> " + consumerIn(g, p), p->loc(), "not fused: " + it->second);
+      const Op& consumer = consumerIn(g, p);
+      context_.remark(std::string(p->name()) + " -> " + std::string(consumer.name()), p->loc(),
+                      fmt::format("{} not fused into the kernel of {} (line {}): {}", p->name(), consumer.name(),
+                                  consumer.loc().line, it->second));
     }
   }
 
@@ -220,10 +225,11 @@ class BlockFuser {
     groups_[g].kind = kind;
   }
 
-  std::string consumerIn(size_t g, const Op* p) const {
+  // The first op of group g that reads p (there is one: p is a candidate of g).
+  const Op& consumerIn(size_t g, const Op* p) const {
     for (const Use& use : p->result()->uses())
-      if (inGroup(use.user, g)) return std::string(use.user->name());
-    return "?";
+      if (inGroup(use.user, g)) return *use.user;
+    internalError(__FILE__, __LINE__, "fusion: a candidate with no consumer in the group");
   }
 
   // Horizontal fusion: loop groups that read only values from outside every group of this block
@@ -232,7 +238,7 @@ class BlockFuser {
   void mergeIndependentLoops() {
     std::vector<size_t> candidatesToMerge;
     for (size_t g = 0; g < groups_.size(); ++g) {
-      if (groups_[g].kind != FusionKind::Loop || groups_[g].ops.size() < 2) continue;
+      if (groups_[g].kind != FusionKind::Loop || groups_[g].ops.empty()) continue;
       bool readsOnlyInputs = true;
       for (Op* op : groups_[g].ops)
         for (Value* v : op->operands()) {

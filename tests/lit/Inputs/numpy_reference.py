@@ -242,6 +242,34 @@ def embedding(rng):
     return dict(table=table, ids=ids, w=w, b=b), [np.argmax(logits, axis=1).astype(np.int64), log_softmax(logits)]
 
 
+@model("elementwise_chain")
+def elementwise_chain(rng):
+    x, r = f32(rng.normal(size=(512, 1024))), f32(rng.normal(size=(512, 1024)))
+    b, s = f32(rng.normal(0.0, 0.1, 1024)), f32(1.7)
+    a = f64(x) + f64(b)
+    gate = np.tanh(a * f64(s)) * 0.5 + 0.5
+    y = np.maximum(gate * a + f64(r), 0.5)
+    return dict(x=x, b=b, r=r, s=s), [y]
+
+
+ADAM_SHAPES = [(256, 128), (128,), (128, 10), (10,)]
+
+
+# sqrt(v) of small v amplifies rounding: compare with a tolerance relative to the step.
+@model("adam_update", rtol=1e-5, atol=1e-6)
+def adam_update(rng):
+    inputs, expected = {}, []
+    b1, b2, lr, eps = 0.9, 0.999, 0.001, 1e-8
+    for i, shape in enumerate(ADAM_SHAPES, start=1):
+        p, g = f32(rng.normal(size=shape)), f32(rng.normal(size=shape))
+        m, v = f32(rng.normal(0.0, 0.1, shape)), f32(rng.uniform(0.01, 1.0, shape))
+        inputs.update({f"p{i}": p, f"g{i}": g, f"m{i}": m, f"v{i}": v})
+        m2 = b1 * f64(m) + (1 - b1) * f64(g)
+        v2 = b2 * f64(v) + (1 - b2) * f64(g) ** 2
+        expected += [f64(p) - lr * m2 / (np.sqrt(v2) + eps), m2, v2]
+    return inputs, expected
+
+
 # --- single ops (tests/lit/run/op_*.kiln) ---------------------------------------------------
 
 @model("op_broadcast")
