@@ -254,6 +254,8 @@ llvm::Value* ElementEmitter::load(int input, const Index& index) {
   llvm::Type* storage = storageType(t);
   // An input of the current element's shape read at the current element: its linear index is the
   // element's own, which keeps neighbouring elements' loads visibly contiguous.
+  for (const auto& [key, value] : preloaded_)
+    if (key.first == v && key.second == index) return value;
   bool current = currentLinear_ && v->type().shape == currentShape_ && index == currentIndex_;
   llvm::Value* linear = current ? currentLinear_ : linearize(index, v->type().shape);
   llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[static_cast<size_t>(input)], linear);
@@ -325,25 +327,32 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
     DType t = group_.outputs[k]->type().dtype;
     b.CreateStore(toStorage(value, t), b.CreateInBoundsGEP(storageType(t), outputs[k], linear));
   };
-  auto compute = [&](size_t k, int64_t j, llvm::Value* linear) {
-    setCurrent(elementIndex(j, linear), linear, shape);
+  auto compute = [&](size_t k, const Index& index, llvm::Value* linear) {
+    setCurrent(index, linear, shape);
     return emit(group_.outputs[k], currentIndex_);
   };
   auto whole = [&] {
+    // One index per element, made once: preloaded inputs are found again by these very values.
+    std::vector<Index> indices;
+    std::vector<llvm::Value*> linears;
+    for (int64_t j = 0; j < width; ++j) {
+      linears.push_back(j ? b.CreateAdd(first, i64(j)) : first);
+      indices.push_back(elementIndex(j, linears.back()));
+    }
+    if (width > 1) preloadInputs(shape, indices, linears, sameRow);
     // Every element's values first, then every store: neighbouring stores end up adjacent.
     std::vector<std::pair<size_t, std::pair<llvm::Value*, llvm::Value*>>> stores;
-    for (int64_t j = 0; j < width; ++j) {
-      llvm::Value* linear = j ? b.CreateAdd(first, i64(j)) : first;
-      for (size_t k : segment.outputs) stores.push_back({k, {linear, compute(k, j, linear)}});
-    }
+    for (size_t j = 0; j < indices.size(); ++j)
+      for (size_t k : segment.outputs) stores.push_back({k, {linears[j], compute(k, indices[j], linears[j])}});
     for (auto& [k, s] : stores) store(k, s.first, s.second);
+    preloaded_.clear();
     return Values{};
   };
   auto tail = [&] {
     for (int64_t j = 0; j < width; ++j) {
       llvm::Value* linear = j ? b.CreateAdd(first, i64(j)) : first;
       ifThen(b.CreateICmpULT(linear, i64(n)), [&] {
-        for (size_t k : segment.outputs) store(k, linear, compute(k, j, linear));
+        for (size_t k : segment.outputs) store(k, linear, compute(k, elementIndex(j, linear), linear));
         return Values{};
       }, {});
     }
@@ -357,6 +366,45 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
     ifThen(b.CreateNot(complete), tail, {});
   }
   currentLinear_ = nullptr;
+}
+
+void ElementEmitter::preloadInputs(const Shape& shape, const std::vector<Index>& indices,
+                                   const std::vector<llvm::Value*>& linears, bool sameRow) {
+  for (size_t input = 0; input < group_.inputs.size(); ++input) {
+    const Value* v = group_.inputs[input];
+    const Shape& from = v->type().shape;
+    // Read by an elementwise op of the segment's shape, and broadcastable to it.
+    bool readElementwise = false;
+    for (const Use& use : v->uses())
+      if (std::find(group_.ops.begin(), group_.ops.end(), use.user) != group_.ops.end() &&
+          use.user->info().cls == OpClass::Elementwise && use.user->result()->type().shape == shape)
+        readElementwise = true;
+    bool broadcasts = from.size() <= shape.size();
+    for (size_t d = 0; broadcasts && d < from.size(); ++d)
+      broadcasts = from[d] == 1 || from[d] == shape[shape.size() - from.size() + d];
+    if (!readElementwise || !broadcasts || v->type().numElements() == 0) continue;
+    DType t = v->type().dtype;
+    llvm::Type* storage = storageType(t);
+    // Consecutive elements of this input: one vector load, as wide as the work item (its first
+    // element's offset is a multiple of the width, and buffers are 16-byte aligned).
+    bool contiguous = from == shape || (sameRow && !from.empty() && from.back() == shape.back());
+    if (contiguous && storage->getPrimitiveSizeInBits() >= 8) {
+      auto width = static_cast<unsigned>(indices.size());
+      Index first = broadcastIndex(indices[0], from, shape);
+      llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[input], from == shape ? linears[0] : linearize(first, from));
+      uint64_t bytes = std::min<uint64_t>(16, width * storage->getPrimitiveSizeInBits() / 8);
+      llvm::Value* vector = target_.loadVector(b, storage, ptr, width, bytes);
+      for (unsigned j = 0; j < width; ++j)
+        preloaded_.push_back({{v, broadcastIndex(indices[j], from, shape)}, fromStorage(b.CreateExtractElement(vector, j), t)});
+      continue;
+    }
+    for (size_t j = 0; j < indices.size(); ++j) {
+      Index at = broadcastIndex(indices[j], from, shape);
+      llvm::Value* linear = from == shape ? linears[j] : linearize(at, from);
+      llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[input], linear);
+      preloaded_.push_back({{v, at}, fromStorage(b.CreateLoad(storage, ptr), t)});
+    }
+  }
 }
 
 Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {

@@ -115,6 +115,13 @@ class ElementEmitter {
   // The element at `index` (linear `linear`) of the segment's shape, made current so that loads
   // of same-shaped inputs use the linear index directly (contiguous, hence vectorisable).
   void setCurrent(const Index& index, llvm::Value* linear, const Shape& shape);
+  // Loads, for each element of a work item, the inputs that elementwise ops read at that element
+  // (same shape, or broadcast to it), all before any arithmetic: the loads of neighbouring
+  // elements then sit side by side in one basic block, where LLVM merges them into vector loads
+  // (math such as libdevice's tanh branches, which would otherwise split them apart).
+  // `sameRow`: the elements share all but the last index, which counts up by one.
+  void preloadInputs(const Shape& shape, const std::vector<Index>& indices, const std::vector<llvm::Value*>& linears,
+                     bool sameRow);
   // The index of `shape` (a row shape) for row `rowIndex`: the row dims, then zeros.
   Index rowValueIndex(const Index& rowIndex, const Shape& shape);
   // Accumulates f(k) over k in [0, n) of a row: lane-strided, then combined across lanes.
@@ -130,6 +137,8 @@ class ElementEmitter {
   std::map<const Value*, int> inputIndex_;  // lookup only, never iterated
   // Row kernels: the row values of the current row, computed once before the full values.
   std::map<const Value*, llvm::Value*> rowCache_;  // lookup only
+  // Loop kernels: inputs loaded up front for all elements of a work item, keyed by input and index.
+  std::vector<std::pair<std::pair<const Value*, Index>, llvm::Value*>> preloaded_;
   Index currentIndex_;
   llvm::Value* currentLinear_ = nullptr;
   Shape currentShape_;

@@ -68,6 +68,20 @@ llvm::Value* NvptxTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayR
   return b.CreateCall(callee, args);
 }
 
+llvm::Value* NvptxTarget::loadVector(llvm::IRBuilder<>& b, llvm::Type* type, llvm::Value* ptr, unsigned width,
+                                     uint64_t align) {
+  auto* vectorType = llvm::FixedVectorType::get(type, width);
+  bool floats = type->isFloatTy() || type->isDoubleTy();
+  bool ints = type->isIntegerTy(32) || type->isIntegerTy(64);
+  // ld.global.nc carries at most 128 bits; wider vectors would need splitting, which the NVPTX
+  // backend cannot do for this intrinsic.
+  bool fits = width * type->getPrimitiveSizeInBits() <= 128;
+  if ((!floats && !ints) || !fits) return TargetHooks::loadVector(b, type, ptr, width, align);
+  llvm::Value* global = b.CreateAddrSpaceCast(ptr, llvm::PointerType::get(b.getContext(), 1));
+  auto id = floats ? llvm::Intrinsic::nvvm_ldg_global_f : llvm::Intrinsic::nvvm_ldg_global_i;
+  return b.CreateIntrinsic(id, {vectorType, global->getType()}, {global, b.getInt32(static_cast<uint32_t>(align))});
+}
+
 llvm::Value* NvptxTarget::shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) {
   llvm::Type* type = v->getType();
   unsigned bits = type->getPrimitiveSizeInBits();

@@ -30,6 +30,10 @@ class NvptxTarget : public TargetHooks {
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numItems,
                              int lanes, const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 4; }
+  // llvm.nvvm.ldg.global for float and int vectors: one call that LLVM's InstCombine does not
+  // split back into scalar loads (a plain vector load whose elements are only extracted, it does).
+  llvm::Value* loadVector(llvm::IRBuilder<>& b, llvm::Type* type, llvm::Value* ptr, unsigned width,
+                          uint64_t align) override;
   int rowLanes() const override { return 32; }
   // shfl.sync.bfly.b32 over the full warp; 64-bit values go as two halves.
   llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;

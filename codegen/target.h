@@ -36,6 +36,13 @@ class TargetHooks {
   // How many consecutive elements a work item of a loop kernel computes: 4 on the GPU, so loads
   // and stores can be 128 bits wide; 1 on the CPU, whose loop vectoriser widens the loop itself.
   virtual int elementsPerItem() const = 0;
+  // A load of `width` consecutive elements of `type` at `ptr` (aligned to `align` bytes) as one
+  // vector, which the target keeps whole (NVPTX: ld.global.nc.v4, even when the elements' uses
+  // end up in different blocks).
+  virtual llvm::Value* loadVector(llvm::IRBuilder<>& b, llvm::Type* type, llvm::Value* ptr, unsigned width,
+                                  uint64_t align) {
+    return b.CreateAlignedLoad(llvm::FixedVectorType::get(type, width), ptr, llvm::Align(align));
+  }
   // How many threads share one row of a row kernel: a warp (32) on the GPU, 1 on the CPU.
   virtual int rowLanes() const = 0;
   // The value `v` (i32, i64, float or double) of the lane whose index is this lane's XOR
