@@ -43,7 +43,8 @@ const PassInfo* findPass(std::string_view name) {
 }
 
 const std::vector<std::string>& defaultPipeline() {
-  static const std::vector<std::string> pipeline = {"cse", "dce"};
+  // Simplify, expose primitives, batch maps, clean up, then group what is left into kernels.
+  static const std::vector<std::string> pipeline = {"canonicalize", "decompose", "vectorize", "cse", "dce", "fusion"};
   return pipeline;
 }
 
