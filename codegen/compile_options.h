@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kiln::codegen {
 
@@ -18,6 +19,10 @@ struct CompileOptions {
   // If set, compilation writes every stage here: kiln IR, LLVM IR before and after optimisation,
   // PTX (cuda) or assembly (cpu), with file names that map each kernel back to its ops.
   std::string dumpDir;
+  // Passes of passes::defaultPipeline() to skip, by name ("fusion"); "all" skips every pass, so
+  // each op becomes its own kernel. For debugging a pass and for differential tests against the
+  // unoptimised graph. A name that is not a pass is an error (listing the passes).
+  std::vector<std::string> disabledPasses;
 };
 
 }  // namespace kiln::codegen

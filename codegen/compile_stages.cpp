@@ -9,6 +9,8 @@
 #include "codegen/kernel_plan.h"
 #include "codegen/nvptx_compiler.h"
 #include "codegen/nvptx_target.h"
+#include "codegen/optimize.h"
+#include "ir/printer.h"
 
 namespace kiln::codegen {
 
@@ -52,6 +54,7 @@ Expected<CompiledStages> compileCpuStages(const Function& function, const Compil
   auto c = compileForCpu(function, options);
   if (!c) return c.error();
   CompiledStages stages;
+  stages.kiln = kiln::printFunction(*c->optimized.function);
   for (const KernelGroup* group : c->plan->allGroups()) stages.kernels.push_back(group->name);
   stages.errors = c->errors;
   stages.unoptimizedIR = c->unoptimizedIr;
@@ -64,10 +67,15 @@ Expected<CompiledStages> compileCpuStages(const Function& function, const Compil
 
 }  // namespace
 
-Expected<CompiledStages> compileStages(const Function& function, const CompileOptions& options, CompileCache* cache) {
-  if (options.target == Target::Cpu) return compileCpuStages(function, options);
+Expected<CompiledStages> compileStages(const Function& original, const CompileOptions& options, CompileCache* cache) {
+  if (options.target == Target::Cpu) return compileCpuStages(original, options);
+  auto optimized = optimizeFunction(original, options);
+  if (!optimized) return optimized.error();
+  // From here on only the optimised copy: it is what the plan points into and the key hashes.
+  const Function& function = *optimized->function;
   std::unique_ptr<BlockPlan> plan = planFunction(function);
   CompiledStages stages;
+  stages.kiln = kiln::printFunction(function);
   for (const KernelGroup* group : plan->allGroups()) stages.kernels.push_back(group->name);
   llvm::LLVMContext context;
   // Named after the function, not the file: the same function gives the same text anywhere.

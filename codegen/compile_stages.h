@@ -13,6 +13,7 @@
 namespace kiln::codegen {
 
 struct CompiledStages {
+  std::string kiln;           // the function after the pass pipeline (what was planned)
   std::string unoptimizedIR;  // LLVM IR as the kernel emitter produced it
   std::string optimizedIR;    // after libdevice linking (cuda) and O3; empty when the PTX was cached
   std::string code;           // PTX (cuda) or host assembly (cpu)
@@ -20,9 +21,10 @@ struct CompiledStages {
   std::vector<KernelError> errors;   // the error table the kernels' status words index
 };
 
-// Plans `function`, emits its kernels into one LLVM module for options.target, optimises it and
-// generates code. With options.dumpDir set, also writes <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or
-// <fn>.s and the function's kernels.txt entry there (00-input.kiln is the caller's: dumpInput).
+// Runs the pass pipeline on a copy of `function` (optimize.h; the caller's function is untouched),
+// plans the copy, emits its kernels into one LLVM module for options.target, optimises it and
+// generates code. With options.dumpDir set, also writes NN-<pass>.kiln, <fn>.unopt.ll, <fn>.opt.ll,
+// <fn>.ptx or <fn>.s and the function's kernels.txt entry there (00-input.kiln is the caller's: dumpInput).
 // Cuda: the PTX is looked up in and stored to `cache` (null: none), except that with a dump dir
 // it is not looked up, so the dump is complete; a caller that needs optimizedIR passes null. The
 // CPU path caches nothing here (its object cache is the CPU backend's: cpu_compiler.h).

@@ -10,9 +10,14 @@ namespace kiln::codegen {
 
 namespace {
 
-// Plan and emit; with a dump dir, write kernels.txt and the unoptimised IR.
-Expected<CpuCompilation> emitForCpu(const Function& function, const CompileOptions& options) {
+// Passes, plan and emit; with a dump dir, write the passes' IR, kernels.txt and the unoptimised IR.
+// Everything after the passes works on the optimised copy, never on the caller's function.
+Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptions& options) {
   CpuCompilation c;
+  auto optimized = optimizeFunction(original, options);
+  if (!optimized) return optimized.error();
+  c.optimized = std::move(*optimized);
+  const Function& function = *c.optimized.function;
   c.plan = planFunction(function);
   auto tm = createHostTargetMachine(options);
   if (!tm) return tm.error();
@@ -62,7 +67,7 @@ std::string objectKey(const Function& function, const CompileOptions& options, c
 
 std::string cpuObjectCacheKey(const Function& function, const CompileOptions& options) {
   auto c = emitForCpu(function, options);
-  return c ? objectKey(function, options, c->unoptimizedIr) : std::string();
+  return c ? objectKey(*c->optimized.function, options, c->unoptimizedIr) : std::string();
 }
 
 Expected<CpuObject> compileCpuObject(const Function& function, const CompileOptions& options, CompileCache* cache,
@@ -71,9 +76,11 @@ Expected<CpuObject> compileCpuObject(const Function& function, const CompileOpti
   auto c = emitForCpu(function, options);
   if (!c) return c.error();
   CpuObject result;
+  // The key hashes the optimised copy: what was planned and emitted.
+  std::string key = cache ? objectKey(*c->optimized.function, options, c->unoptimizedIr) : std::string();
+  result.optimized = std::move(c->optimized);
   result.plan = std::move(c->plan);
   result.errors = std::move(c->errors);
-  std::string key = cache ? objectKey(function, options, c->unoptimizedIr) : std::string();
   // With a dump dir the cache is not read, so that every stage is dumped; the result is stored.
   if (cache && !refresh && options.dumpDir.empty()) {
     if (auto hit = cache->lookup(key)) {

@@ -15,12 +15,14 @@
 #include "codegen/compile_options.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/kernel_plan.h"
+#include "codegen/optimize.h"
 #include "ir/ir.h"
 
 namespace kiln::codegen {
 
 struct CpuCompilation {
-  std::unique_ptr<BlockPlan> plan;            // points into the compiled Function
+  OptimizedFunction optimized;                // the compiled copy; declared first so it dies last
+  std::unique_ptr<BlockPlan> plan;            // points into optimized.function
   std::vector<KernelError> errors;            // what the kernels' error words index
   std::unique_ptr<llvm::TargetMachine> tm;    // the host machine the module is optimised for
   std::unique_ptr<llvm::LLVMContext> context; // owns `module`; declared first so it dies last
@@ -28,23 +30,26 @@ struct CpuCompilation {
   std::string unoptimizedIr;                  // LLVM IR as emitted, before O3
 };
 
-// Plans and emits `function`'s kernels into one module and optimises it. With options.dumpDir
-// set, writes kernels.txt, <fn>.unopt.ll, <fn>.opt.ll and <fn>.s there (codegen/dump.h).
+// Runs the pass pipeline on a copy of `function` (optimize.h), plans and emits the copy's kernels
+// into one module and optimises it. With options.dumpDir set, writes NN-<pass>.kiln, kernels.txt,
+// <fn>.unopt.ll, <fn>.opt.ll and <fn>.s there (codegen/dump.h).
 // `kiln compile --target cpu`: --emit llvm prints printModule(*c.module) (or unoptimizedIr),
 // --emit asm prints emitCpuAssembly(*c.module, *c.tm).
 Expected<CpuCompilation> compileForCpu(const Function& function, const CompileOptions& options);
 
 struct CpuObject {
-  std::unique_ptr<BlockPlan> plan;  // points into the compiled Function
+  OptimizedFunction optimized;      // the compiled copy; declared first so it dies last
+  std::unique_ptr<BlockPlan> plan;  // points into optimized.function
   std::vector<KernelError> errors;  // what the kernels' error words index
   std::string object;               // relocatable object for this host, one kernel per plan group
   bool fromCache = false;           // true: O3 and codegen were skipped
 };
 
-// The cache key of `function`'s host object: options, and this CPU's name, features and triple.
+// The cache key of `function`'s host object: the optimised copy's text and emitted IR, options, and
+// this CPU's name, features and triple. Empty if the passes fail.
 std::string cpuObjectCacheKey(const Function& function, const CompileOptions& options);
 
-// Plans and emits `function` (always: the plan and error table are needed either way), then takes
+// Optimises, plans and emits `function` (always: the plan and error table are needed either way), then takes
 // the object from `cache` if it has one; else runs O3, emits the object and stores it there.
 // `cache` null: no cache. `refresh`: skip the lookup and overwrite the entry (the JIT rejected the
 // cached object). With options.dumpDir set the cache is not read, so every stage is dumped (as

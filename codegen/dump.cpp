@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "codegen/kernel_report.h"
 #include "ir/printer.h"
 
 namespace kiln::codegen {
@@ -22,12 +23,6 @@ Status writeFile(const std::string& dir, const std::string& fileName, const std:
   file.close();
   if (!file) return Error("cannot write " + path.string());
   return {};
-}
-
-std::string locationText(const SourceLoc& loc) {
-  if (!loc.known()) return "unknown location";
-  return (loc.file.empty() ? std::string("<input>") : loc.file) + ":" + std::to_string(loc.line) + ":" +
-         std::to_string(loc.col);
 }
 
 }  // namespace

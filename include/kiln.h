@@ -6,6 +6,9 @@
 //   auto exe = kiln::Executable::compile(*f, {.target = kiln::codegen::Target::Cpu});
 //   auto results = (*exe)->run(inputs);
 //
+// compile() runs the pass pipeline on a copy of *f; CompileOptions::disabledPasses skips passes
+// by name ({"fusion"}) or all of them ({"all"}), e.g. to compare results with and without.
+//
 // See docs/api.md for a tour and docs/ir.md for the IR's semantics.
 #pragma once
 

@@ -47,6 +47,7 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
   if (*resolved == Backend::Cpu) {
     codegen::CompileOptions compileOptions;
     compileOptions.dumpDir = options.dumpDir;
+    compileOptions.disabledPasses = options.disabledPasses;
     auto exe = Executable::compile(function, compileOptions);
     if (!exe) return exe.error();
     ExecuteOptions executeOptions;

@@ -28,6 +28,8 @@ struct RunOptions {
   int64_t maxWhileIterations = 10'000'000;
   // Compiled backends: write every compilation stage here (see codegen::CompileOptions::dumpDir).
   std::string dumpDir;
+  // Compiled backends: passes to skip (see codegen::CompileOptions::disabledPasses; "all" for none).
+  std::vector<std::string> disabledPasses;
 };
 
 // Runs `function` on `inputs` (one per parameter, exact types) on the resolved backend.

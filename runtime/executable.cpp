@@ -7,8 +7,9 @@
 
 namespace kiln {
 
-Executable::Executable(const Function& function, std::unique_ptr<codegen::BlockPlan> plan)
-    : function_(function), plan_(std::move(plan)) {}
+Executable::Executable(std::unique_ptr<Module> module, const Function* function,
+                       std::unique_ptr<codegen::BlockPlan> plan)
+    : module_(std::move(module)), function_(function), plan_(std::move(plan)) {}
 
 Executable::~Executable() = default;
 
@@ -61,7 +62,9 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Function& functi
     loaded = loadObject(function, options, *object, jit, kernels);
   }
   if (!loaded) return loaded.error();
-  std::unique_ptr<Executable> exe(new Executable(function, std::move(object->plan)));
+  // The plan points into the optimised copy: the Executable keeps both.
+  std::unique_ptr<Executable> exe(
+      new Executable(std::move(object->optimized.module), object->optimized.function, std::move(object->plan)));
   exe->errors_ = std::move(object->errors);
   exe->jit_ = std::move(jit);
   exe->kernels_ = std::move(kernels);

@@ -27,18 +27,20 @@ struct ExecuteOptions {
   int64_t maxWhileIterations = 10'000'000;
 };
 
-// The Executable keeps pointers into the Function it was compiled from (its plan names the
-// function's ops and values): the Function must outlive the Executable. run() may be called any
-// number of times, also from several threads at once (each call has its own buffers).
+// The Executable compiles and owns an optimised copy of the Function it is given (its plan names
+// the copy's ops and values); the caller's Function is never changed and need not outlive it.
+// run() may be called any number of times, also from several threads at once (each call has its
+// own buffers).
 class Executable {
  public:
-  // Plans `function`, emits one LLVM module with all its kernels, optimises it (O3 for this
+  // Runs the pass pipeline on a copy of `function` (all of passes::defaultPipeline() minus
+  // options.disabledPasses; codegen/optimize.h), plans the copy, emits one LLVM module with all its kernels, optimises it (O3 for this
   // CPU), generates an object file and links it into a JIT. The object comes from `cache` when it
   // holds one for this function, options and CPU (skipping O3 and codegen) and is stored there
   // otherwise; a cached object the JIT cannot load is recompiled and replaced. `cache` null: no
   // caching. Target::Cuda is not runnable yet and gives an error that says what to use instead.
-  // With options.dumpDir set, writes the LLVM IR before and after optimisation and the host
-  // assembly there (the cache is not read then, so the dump is complete).
+  // With options.dumpDir set, writes the IR after each pass, the LLVM IR before and after
+  // optimisation and the host assembly there (the cache is not read then, so the dump is complete).
   static Expected<std::unique_ptr<Executable>> compile(const Function& function,
                                                        const codegen::CompileOptions& options,
                                                        codegen::CompileCache* cache = &codegen::CompileCache::global());
@@ -49,15 +51,17 @@ class Executable {
   // the op and its source location, as the interpreter's do.
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const ExecuteOptions& options = {}) const;
 
-  const Function& function() const { return function_; }
+  // The optimised copy that was compiled (same name, parameters and source locations).
+  const Function& function() const { return *function_; }
   // The kernels, in the order the plan runs them (nested regions depth first).
   std::vector<std::string> kernelNames() const;
 
  private:
   friend class ExecutionContext;
-  Executable(const Function& function, std::unique_ptr<codegen::BlockPlan> plan);
+  Executable(std::unique_ptr<Module> module, const Function* function, std::unique_ptr<codegen::BlockPlan> plan);
 
-  const Function& function_;
+  std::unique_ptr<Module> module_;  // owns function_; declared first so the plan dies before it
+  const Function* function_;
   std::unique_ptr<codegen::BlockPlan> plan_;
   std::unique_ptr<codegen::CpuJit> jit_;
   std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;

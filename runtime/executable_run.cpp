@@ -84,7 +84,7 @@ class ExecutionContext {
   ExecutionContext(const Executable& exe, const ExecuteOptions& options) : exe_(exe), options_(options) {}
 
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) {
-    const Function& f = exe_.function_;
+    const Function& f = *exe_.function_;
     std::vector<Value*> params = f.params();
     if (inputs.size() != params.size())
       return Error("@" + f.name() + " takes " + std::to_string(params.size()) + " input" +

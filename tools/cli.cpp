@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <sstream>
+
+#include "codegen/optimize.h"
 
 namespace kiln::cli {
 
@@ -76,6 +79,31 @@ std::string helpText(const Command& command) {
     out += fmt::format("  {:<24} {}{}\n", left, f.help, f.repeatable ? " (repeatable)" : "");
   }
   return out;
+}
+
+std::vector<std::string> splitCommaList(const std::string& list) {
+  std::vector<std::string> items;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+FlagSpec disablePassesFlag() {
+  return {"--disable-passes", "LIST",
+          "skip these passes of the pipeline (comma-separated; all: run none; see kiln opt --list-passes)"};
+}
+
+bool parseDisabledPasses(const Command& command, const Args& args, std::vector<std::string>& disabled) {
+  auto list = args.get("--disable-passes");
+  if (!list) return true;
+  disabled = splitCommaList(*list);
+  // A misspelt pass is a command-line mistake: say so (and what the passes are) before any work.
+  if (Status s = codegen::checkDisabledPasses(disabled); !s) {
+    usageError(command, "--disable-passes: " + s.error().message());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace kiln::cli

@@ -48,6 +48,15 @@ std::string helpText(const Command& command);
 // Prints "kiln <command>: <message>" on stderr and returns kExitUsage.
 int usageError(const Command& command, const std::string& message);
 
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> splitCommaList(const std::string& list);
+
+// The --disable-passes flag that every compiling command shares (run, compile, explain).
+FlagSpec disablePassesFlag();
+// Reads --disable-passes into `disabled`; an unknown pass name is a usage error naming the passes
+// (printed; returns false).
+bool parseDisabledPasses(const Command& command, const Args& args, std::vector<std::string>& disabled);
+
 // The subcommands, each in its own file.
 Command checkCommand();
 Command printCommand();
@@ -55,6 +64,7 @@ Command runCommand();
 Command compileCommand();
 Command opsCommand();
 Command optCommand();
+Command explainCommand();
 
 }  // namespace kiln::cli
 

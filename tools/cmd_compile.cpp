@@ -7,6 +7,7 @@
 #include "codegen/compile_stages.h"
 #include "codegen/dump.h"
 #include "codegen/gpu_arch.h"
+#include "codegen/optimize.h"
 #include "ir/printer.h"
 #include "tools/cli.h"
 
@@ -54,6 +55,7 @@ int run(const Command& c, const Args& args) {
   }
   options.fastMath = args.has("--fast-math");
   options.dumpDir = args.get("--dump-dir").value_or("");
+  if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
 
   auto module = loadModule(args.positional[0]);
   if (!module) {
@@ -72,8 +74,15 @@ int run(const Command& c, const Args& args) {
       return kExitError;
     }
   }
-  // No passes run yet: the IR to print is the verified input, the function alone.
-  if (stage == "kiln" && options.dumpDir.empty()) return emit(args, printFunction(*f));
+  // The IR after the passes needs no code generation.
+  if (stage == "kiln" && options.dumpDir.empty()) {
+    auto optimized = codegen::optimizeFunction(*f, options);
+    if (!optimized) {
+      reportError(optimized.error());
+      return kExitError;
+    }
+    return emit(args, printFunction(*optimized->function));
+  }
 
   // A cached PTX skips O3, so there is no optimised IR to print then: --emit llvm bypasses the cache.
   auto stages = codegen::compileStages(*f, options, stage == "llvm" ? nullptr : &codegen::CompileCache::global());
@@ -81,7 +90,7 @@ int run(const Command& c, const Args& args) {
     reportError(stages.error());
     return kExitError;
   }
-  if (stage == "kiln") return emit(args, printFunction(*f));
+  if (stage == "kiln") return emit(args, stages->kiln);
   if (stage == "llvm") return emit(args, stages->optimizedIR);
   if (stage == "llvm-unopt") return emit(args, stages->unoptimizedIR);
   return emit(args, stages->code);  // ptx, or asm: PTX is the GPU's assembly
@@ -92,24 +101,27 @@ int run(const Command& c, const Args& args) {
 Command compileCommand() {
   Command c{"compile", "compile a function to PTX or host code and print a stage",
             "kiln compile FILE [--entry NAME] [--target cuda|cpu] [--gpu-arch sm_XX] [--fast-math]\n"
-            "                  [--emit kiln|llvm|llvm-unopt|ptx|asm] [-o OUT] [--dump-dir DIR]",
-            "Compiles the entry function of FILE (@main, else the first; - reads standard input): one\n"
-            "kernel per op, named k<N>_<op> (k0_matmul, k1_add, ...), lowered to LLVM IR, optimised at O3\n"
+            "                  [--emit kiln|llvm|llvm-unopt|ptx|asm] [-o OUT] [--dump-dir DIR] [--disable-passes LIST]",
+            "Compiles the entry function of FILE (@main, else the first; - reads standard input): the pass\n"
+            "pipeline runs first (--disable-passes LIST skips some of it, all skips every pass), then each\n"
+            "kernel, named k<N>_<what> (k0_matmul, k1_add, ...), is lowered to LLVM IR, optimised at O3\n"
             "and compiled to PTX for an NVIDIA GPU (--target cuda, the default) or to assembly for this\n"
             "machine's CPU (--target cpu). --emit picks the stage printed on stdout (or written to -o OUT):\n"
             "kiln (the IR after passes), llvm-unopt (LLVM IR as emitted), llvm (after libdevice linking and\n"
             "O3), ptx (cuda), asm (host assembly for cpu; PTX for cuda). The default is the target's code.\n"
             "PTX is for sm_80 unless --gpu-arch says otherwise; it loads on that GPU generation and every\n"
             "later one. Numerics are IEEE unless --fast-math. --dump-dir DIR writes every stage to DIR:\n"
-            "00-input.kiln, <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or <fn>.s, and kernels.txt, which maps\n"
-            "each kernel to its ops and their source locations. Needs no GPU.",
+            "00-input.kiln, NN-<pass>.kiln after each pass, <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or\n"
+            "<fn>.s, and kernels.txt, which maps each kernel to its ops and their source locations.\n"
+            "Needs no GPU.",
             {{"--entry", "NAME", "function to compile (default @main, else the first)"},
              {"--target", "NAME", "cuda (PTX, the default) or cpu (this machine)"},
              {"--gpu-arch", "sm_XX", "GPU architecture for cuda (default sm_80; " + codegen::supportedGpuArchs() + ")"},
              {"--fast-math", "", "approximate division, sqrt and math functions, flush denormals to zero"},
              {"--emit", "STAGE", "kiln, llvm, llvm-unopt, ptx or asm (default: ptx for cuda, asm for cpu)"},
              {"-o", "OUT", "write the stage to OUT instead of stdout"},
-             {"--dump-dir", "DIR", "write every stage and a kernel-to-ops map to DIR"}},
+             {"--dump-dir", "DIR", "write every stage and a kernel-to-ops map to DIR"},
+             disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };
   return c;

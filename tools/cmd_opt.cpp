@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <sstream>
 #include <vector>
 
 #include "codegen/dump.h"
@@ -13,15 +12,6 @@
 namespace kiln::cli {
 
 namespace {
-// "cse,dce" -> {"cse", "dce"}; an empty list runs no passes (the file is just verified and printed).
-std::vector<std::string> splitPasses(const std::string& list) {
-  std::vector<std::string> names;
-  std::stringstream in(list);
-  for (std::string name; std::getline(in, name, ',');)
-    if (!name.empty()) names.push_back(name);
-  return names;
-}
-
 int listPasses() {
   for (const passes::PassInfo& p : passes::registeredPasses()) fmt::print("  {:<10} {}\n", p.name, p.description);
   return kExitOk;
@@ -38,7 +28,8 @@ int runOpt(const Command& command, const Args& args) {
   if (args.positional.size() != 1)
     return usageError(command, args.positional.empty() ? "missing FILE"
                                                        : "expected one FILE, got " + std::to_string(args.positional.size()));
-  std::vector<std::string> names = splitPasses(args.get("--passes").value_or(""));
+  // An empty list runs no passes (the file is just verified and printed).
+  std::vector<std::string> names = splitCommaList(args.get("--passes").value_or(""));
   // A misspelt pass is a command-line mistake: say so before reading the file.
   if (Status s = passes::checkPassNames(names); !s) return usageError(command, s.error().message());
 

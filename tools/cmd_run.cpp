@@ -95,6 +95,7 @@ int run(const Command& c, const Args& args) {
     if (!v || *v == 0) return usageError(c, "--max-iterations takes a positive integer, got '" + *s + "'");
     options.maxWhileIterations = *v;
   }
+  if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
   auto backend = resolveBackend(options.backend);
   if (!backend) {
     reportError(backend.error());
@@ -114,6 +115,9 @@ int run(const Command& c, const Args& args) {
       return kExitError;
     }
   }
+  // The interpreter runs the graph as written: a pass list for it would be silently ignored.
+  if (args.has("--disable-passes") && *backend == Backend::Interp)
+    return usageError(c, "--disable-passes needs a compiled backend (cpu); interp runs no passes");
   auto selected = selectEntry(**module, args, args.positional[0]);
   if (!selected) {
     reportError(selected.error());
@@ -175,20 +179,24 @@ int run(const Command& c, const Args& args) {
 
 Command runCommand() {
   Command c{"run", "run a function on given or random inputs",
-            "kiln run FILE [--entry NAME] [--backend interp|cpu|cuda|auto] [--input NAME=PATH.npy]... [--seed N] [--out DIR]",
+            "kiln run FILE [--entry NAME] [--backend interp|cpu|cuda|auto] [--input NAME=PATH.npy]... [--seed N] [--out DIR]\n"
+            "                [--disable-passes LIST] [--dump-dir DIR]",
             "Runs the entry function of FILE (@main, else the first; - reads standard input). Each\n"
             "parameter takes its value from --input NAME=PATH.npy (a NumPy .npy file of exactly the\n"
             "parameter's type) or, if none is given, from a deterministic random generator: floats in\n"
             "[-1, 1), integers in [0, 10) or in range for the gather/cross-entropy they feed, bools.\n"
             "Prints each result's type, its first values and checksums; --out DIR also writes result i\n"
-            "to DIR/result_<i>.npy. Exits 1 with a located message on a bad file, input or run-time error.",
+            "to DIR/result_<i>.npy. Compiled backends run the pass pipeline first (`kiln opt --list-passes`);\n"
+            "--disable-passes skips some or all of it, to compare results with and without.\n"
+            "Exits 1 with a located message on a bad file, input or run-time error.",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "interp, cpu, cuda or auto (default auto: the best one built and usable here)"},
              {"--input", "NAME=PATH", "take parameter %NAME from a .npy file", true},
              {"--seed", "N", "seed for the random inputs (default 0)"},
              {"--out", "DIR", "write result i to DIR/result_<i>.npy"},
              {"--dump-dir", "DIR", "cpu: write the kiln IR, LLVM IR before/after O3 and assembly of every kernel to DIR"},
-             {"--max-iterations", "N", "stop a `while` after N iterations with an error (default 10000000)"}},
+             {"--max-iterations", "N", "stop a `while` after N iterations with an error (default 10000000)"},
+             disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };
   return c;

@@ -1,4 +1,4 @@
-// The `kiln` command: dispatches to a subcommand (check, print, run, compile, opt, ops).
+// The `kiln` command: dispatches to a subcommand (check, print, run, compile, opt, explain, ops).
 #include <fmt/format.h>
 #include <llvm/Config/llvm-config.h>
 
@@ -14,7 +14,7 @@ using kiln::cli::Command;
 
 std::vector<Command> commands() {
   return {kiln::cli::checkCommand(), kiln::cli::printCommand(), kiln::cli::runCommand(), kiln::cli::compileCommand(),
-          kiln::cli::optCommand(), kiln::cli::opsCommand()};
+          kiln::cli::optCommand(), kiln::cli::explainCommand(), kiln::cli::opsCommand()};
 }
 
 void printTopLevelHelp() {
@@ -59,6 +59,6 @@ int main(int argc, char** argv) {
       return kiln::cli::kExitError;
     }
   }
-  fmt::print(stderr, "kiln: unknown command '{}' (commands: check, print, run, compile, opt, ops; see `kiln --help`)\n", args[0]);
+  fmt::print(stderr, "kiln: unknown command '{}' (commands: check, print, run, compile, opt, explain, ops; see `kiln --help`)\n", args[0]);
   return kiln::cli::kExitUsage;
 }

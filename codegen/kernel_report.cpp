@@ -1,0 +1,88 @@
+// reportKernels and reportPlan: per-kernel layout, ops and bytes moved, from a BlockPlan.
+#include "codegen/kernel_report.h"
+
+#include <algorithm>
+
+#include "codegen/optimize.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+std::string layoutText(const KernelGroup& group) {
+  if (group.kind == KernelKind::Row) return "row " + shapeStr(group.rows) + " x " + shapeStr(group.inner);
+  std::string text = "loop";
+  for (size_t i = 0; i < group.segments.size(); ++i) text += (i ? " + " : " ") + shapeStr(group.segments[i].shape);
+  // A single op's group may carry no segments; its outputs' shapes say the same.
+  if (group.segments.empty())
+    for (size_t i = 0; i < group.outputs.size(); ++i) text += (i ? " + " : " ") + shapeStr(group.outputs[i]->type().shape);
+  return text;
+}
+
+uint64_t bytesOf(const std::vector<const Value*>& values) {
+  uint64_t bytes = 0;
+  for (const Value* v : values) bytes += v->type().byteSize();
+  return bytes;
+}
+
+KernelReport reportKernel(const KernelGroup& group, const std::string& region) {
+  KernelReport r;
+  r.name = group.name;
+  r.layout = layoutText(group);
+  r.region = region;
+  for (const Op* op : group.ops) r.ops.push_back({std::string(op->name()), op->loc()});
+  r.bytesRead = bytesOf(group.inputs);
+  r.bytesWritten = bytesOf(group.outputs);
+  return r;
+}
+
+void reportBlock(const BlockPlan& plan, const std::string& region, std::vector<KernelReport>& out) {
+  for (const Step& step : plan.steps) {
+    if (step.kind == Step::Kind::Kernel) {
+      out.push_back(reportKernel(plan.groups[static_cast<size_t>(step.group)], region));
+      continue;
+    }
+    const Op& op = *step.region.op;
+    // map: {body}; while: {cond, body}.
+    static const char* const whileParts[] = {"cond", "body"};
+    for (size_t i = 0; i < step.region.regions.size(); ++i) {
+      std::string part = op.kind() == OpKind::While && i < 2 ? whileParts[i] : "body";
+      std::string inner = std::string(op.name()) + " " + part + " at " + locationText(op.loc());
+      reportBlock(*step.region.regions[i], region.empty() ? inner : inner + ", in " + region, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::string locationText(const SourceLoc& loc) {
+  if (!loc.known()) return "unknown location";
+  return (loc.file.empty() ? std::string("<input>") : loc.file) + ":" + std::to_string(loc.line) + ":" +
+         std::to_string(loc.col);
+}
+
+std::vector<KernelReport> reportKernels(const BlockPlan& plan) {
+  std::vector<KernelReport> out;
+  reportBlock(plan, "", out);
+  return out;
+}
+
+Expected<PlanReport> reportPlan(const Function& function, const CompileOptions& options) {
+  auto optimized = optimizeFunction(function, options);
+  if (!optimized) return optimized.error();
+  PlanReport report;
+  report.kernels = reportKernels(*planFunction(*optimized->function));
+  report.remarks = std::move(optimized->remarks);
+  for (const KernelReport& k : report.kernels) {
+    report.bytesRead += k.bytesRead;
+    report.bytesWritten += k.bytesWritten;
+  }
+  return report;
+}
+
+CompileOptions withoutFusion(CompileOptions options) {
+  if (checkDisabledPasses({"fusion"})) options.disabledPasses.push_back("fusion");
+  return options;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,110 @@
+// Differential tests of the compile pipeline: every example compiled for the CPU with the default
+// passes and with every pass disabled must both match the reference interpreter on random inputs.
+// A pass that changes what a graph computes (beyond rounding) fails here with the example's name.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kiln.h"
+#include "runtime/random_inputs.h"
+
+namespace kiln {
+namespace {
+
+std::vector<std::string> exampleFiles() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples"))
+    if (e.path().extension() == ".kiln") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// |got - want| <= atol + rtol * |want| per element. Decomposition and reordering change f32
+// rounding by about an ulp per op, hence f32's 1e-5; ints and bools must be exact. atol is scaled
+// by the largest |want| (at least 1): a long f32 dot product's rounding error follows the size of
+// its terms, not of a result that cancels to near zero.
+std::string compare(const Tensor& want, const Tensor& got) {
+  if (want.type() != got.type()) return "type " + got.type().str() + ", expected " + want.type().str();
+  if (!isFloat(want.dtype())) return want == got ? "" : "integer results differ";
+  double rtol = 1e-5, atol = 1e-6;
+  if (want.dtype() == DType::F64) rtol = 1e-12, atol = 1e-14;
+  if (want.dtype() == DType::F16 || want.dtype() == DType::BF16) rtol = 4e-3, atol = 1e-3;
+  double scale = 1;
+  for (int64_t i = 0; i < want.numElements(); ++i)
+    if (std::isfinite(want.getDouble(i))) scale = std::max(scale, std::fabs(want.getDouble(i)));
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    double w = want.getDouble(i), g = got.getDouble(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && w == g) continue;
+    if (std::fabs(g - w) <= atol * scale + rtol * std::fabs(w)) continue;
+    return "element " + std::to_string(i) + ": " + std::to_string(g) + ", expected " + std::to_string(w);
+  }
+  return "";
+}
+
+class PipelineDifferential : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PipelineDifferential, DefaultPassesAndNoPassesMatchTheInterpreter) {
+  auto module = parseFile(GetParam());
+  ASSERT_TRUE(module.ok()) << module.error().str();
+  const Function& f = *(*module)->entry();
+  std::string before = printFunction(f);
+  for (uint64_t seed : {0, 7}) {
+    std::vector<Tensor> inputs = randomInputs(f, seed);
+    auto want = interpret(f, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().str();
+    for (bool passes : {true, false}) {
+      SCOPED_TRACE(std::string(passes ? "default pipeline" : "--disable-passes=all") + ", seed " +
+                   std::to_string(seed));
+      codegen::CompileOptions options;
+      if (!passes) options.disabledPasses = {"all"};
+      auto exe = Executable::compile(f, options);
+      ASSERT_TRUE(exe.ok()) << exe.error().str();
+      auto got = (*exe)->run(inputs);
+      ASSERT_TRUE(got.ok()) << got.error().str();
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t i = 0; i < want->size(); ++i)
+        EXPECT_EQ(compare((*want)[i], (*got)[i]), "") << "result " << i;
+    }
+  }
+  // The passes ran on a copy: the caller's function is as it was parsed.
+  EXPECT_EQ(printFunction(f), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, PipelineDifferential, ::testing::ValuesIn(exampleFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::filesystem::path(info.param).stem().string();
+                         });
+
+TEST(Pipeline, UnknownDisabledPassIsAnErrorNamingThePasses) {
+  auto module = parseModule("func @main(%x: f32[4]) -> f32[4] {\n  %y = exp %x\n  return %y\n}\n");
+  ASSERT_TRUE(module.ok());
+  codegen::CompileOptions options;
+  options.disabledPasses = {"cse", "nope"};
+  auto exe = Executable::compile(*(*module)->entry(), options);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(exe.error().message().find("unknown pass 'nope' (passes: canonicalize"), std::string::npos)
+      << exe.error().message();
+}
+
+TEST(Pipeline, TheExecutableOutlivesTheCallersModule) {
+  // The Executable compiles and owns a copy, so the parsed module may go away first.
+  auto module = parseModule("func @main(%x: f32[4]) -> f32[4] {\n  %y = exp %x\n  %z = exp %x\n  %w = add %y, %z\n  return %w\n}\n");
+  ASSERT_TRUE(module.ok());
+  std::vector<Tensor> inputs = randomInputs(*(*module)->entry(), 1);
+  auto want = interpret(*(*module)->entry(), inputs);
+  ASSERT_TRUE(want.ok());
+  auto exe = Executable::compile(*(*module)->entry(), {});
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  module->reset();
+  auto got = (*exe)->run(inputs);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  EXPECT_EQ(compare((*want)[0], (*got)[0]), "");
+}
+
+}  // namespace
+}  // namespace kiln
