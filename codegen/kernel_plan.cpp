@@ -106,7 +106,8 @@ class Planner {
   void addGroup(BlockPlan& plan, KernelGroup group) {
     group.inputs = groupInputs(group.ops);
     layOut(group);
-    std::string kind = group.kind == KernelKind::Row ? "row" : group.fusion ? "loop" : "";
+    // Named after the fusion's kind (a single op: "row" when it is a row reduction, else nothing).
+    std::string kind = group.fusion ? group.fusion->attr("kind").getString() : group.kind == KernelKind::Row ? "row" : "";
     group.name = "k" + std::to_string(nextKernel_++) + "_" + (kind.empty() ? "" : kind + "_") +
                  heroName(group.ops);
     plan.steps.push_back(Step{Step::Kind::Kernel, static_cast<int>(plan.groups.size()), RegionStep{nullptr, {}}});

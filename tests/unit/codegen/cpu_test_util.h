@@ -124,6 +124,9 @@ struct DiffOptions {
   bool specials = false;  // sprinkle NaN/inf/0 into float inputs
   int64_t intBound = 0;   // if > 0: integer inputs in [0, intBound) instead of the default
   int64_t maxWhileIterations = 10'000'000;
+  // Passes of the compile pipeline to skip ({"all"}: each op its own kernel, computed exactly as
+  // the interpreter computes it; by default decomposition may move results by an ulp).
+  std::vector<std::string> disabledPasses;
 };
 
 // Runs `f` on the interpreter and the CPU backend with random inputs and compares. If the
@@ -139,7 +142,9 @@ inline void expectSameAsInterpreter(const Function& f, const DiffOptions& o = {}
   InterpretOptions io;
   io.maxWhileIterations = o.maxWhileIterations;
   auto want = interpret(f, inputs, io);
-  auto exe = Executable::compile(f, codegen::CompileOptions{});
+  codegen::CompileOptions compileOptions;
+  compileOptions.disabledPasses = o.disabledPasses;
+  auto exe = Executable::compile(f, compileOptions);
   ASSERT_TRUE(exe.ok()) << exe.error().str() << "\n" << program;
   ExecuteOptions eo;
   eo.maxWhileIterations = o.maxWhileIterations;

@@ -12,6 +12,13 @@
 namespace kiln::codegen {
 namespace {
 
+// Each op on its own (no decomposition, no fusion): these tests pin down each op's emitter.
+CompileOptions unfused() {
+  CompileOptions options;
+  options.disabledPasses = {"all"};
+  return options;
+}
+
 using test::DiffOptions;
 using test::expectSameAsInterpreter;
 using test::oneOp;
@@ -25,6 +32,7 @@ void expectExact(const std::string& params, const std::string& opLine, int64_t i
     DiffOptions o;
     o.seed = seed;
     o.specials = true;
+    o.disabledPasses = {"all"};
     o.intBound = intBound;
     expectSameAsInterpreter(*m->entry(), o);
   }
@@ -57,6 +65,8 @@ TEST(EmitNumerics, Casts) {
       DiffOptions o;
       o.seed = seed;
       o.specials = true;
+      o.disabledPasses = {"all"};
+    o.disabledPasses = {"all"};
       expectSameAsInterpreter(*m->entry(), o);
     }
   }
@@ -111,7 +121,7 @@ void expectExactOn(const std::string& params, const std::string& opLine, const s
   ASSERT_TRUE(m);
   auto want = interpret(*m->entry(), inputs);
   ASSERT_TRUE(want.ok()) << want.error().str();
-  auto exe = Executable::compile(*m->entry(), CompileOptions{});
+  auto exe = Executable::compile(*m->entry(), unfused());
   ASSERT_TRUE(exe.ok()) << exe.error().str();
   auto got = (*exe)->run(inputs);
   ASSERT_TRUE(got.ok()) << got.error().str();

@@ -139,6 +139,7 @@ TEST_P(FusedKernel, FusionKeepsResultsAndCodegenMatchesTheInterpreterExactly) {
   DiffOptions exact;
   exact.intBound = c.intBound;
   exact.specials = true;
+  exact.disabledPasses = {"all"};  // compile the fused function as it is
   expectSameAsInterpreter(f, exact);
 }
 
@@ -148,6 +149,7 @@ TEST_P(FusedKernel, PtxAssembles) {
   ASSERT_TRUE(m);
   codegen::CompileOptions options;
   options.target = codegen::Target::Cuda;
+  options.disabledPasses = {"all"};
   auto stages = codegen::compileStages(*m->entry(), options, nullptr);
   ASSERT_TRUE(stages.ok()) << stages.error().str();
   codegen::testing::expectAssembles(stages->code, options.gpuArch, GetParam().name);

@@ -119,6 +119,7 @@ std::string checkedPtx(const std::string& text, const std::string& arch, const s
   if (!module.ok()) return "";
   CompileOptions options;
   options.target = Target::Cuda;
+  options.disabledPasses = {"all"};  // one kernel per op: this tests each op's emitter
   options.gpuArch = arch;
   auto stages = compileStages(*(*module)->entry(), options);
   EXPECT_TRUE(stages.ok()) << what << ": " << (stages.ok() ? "" : stages.error().str());
@@ -176,6 +177,8 @@ TEST(NvptxOps, EveryExampleCompilesAndAssembles) {
     for (const std::string& arch : generatedArchs()) {
       CompileOptions options;
       options.target = Target::Cuda;
+      options.disabledPasses = {"all"};
+  options.disabledPasses = {"all"};  // one kernel per op: this tests each op's emitter
       options.gpuArch = arch;
       auto stages = compileStages(*(*module)->entry(), options);
       ASSERT_TRUE(stages.ok()) << entry.path() << ": " << stages.error().str();
@@ -196,6 +199,7 @@ TEST(NvptxOps, SameFunctionSamePtx) {
   ASSERT_TRUE(module.ok()) << module.error().str();
   CompileOptions options;
   options.target = Target::Cuda;
+  options.disabledPasses = {"all"};  // one kernel per op: this tests each op's emitter
   auto first = compileStages(*(*module)->entry(), options);
   auto second = compileStages(*(*module)->entry(), options);
   ASSERT_TRUE(first.ok() && second.ok());
@@ -209,6 +213,7 @@ TEST(NvptxOps, FastMathChangesDivision) {
   ASSERT_TRUE(module.ok());
   CompileOptions options;
   options.target = Target::Cuda;
+  options.disabledPasses = {"all"};  // one kernel per op: this tests each op's emitter
   auto ieee = compileStages(*(*module)->entry(), options);
   options.fastMath = true;
   auto fast = compileStages(*(*module)->entry(), options);
