@@ -285,9 +285,10 @@ class BlockFuser {
     std::vector<TensorType> types;
     for (Value* v : outputs) types.push_back(v->type());
     std::vector<const Op*> constOps(g.ops.begin(), g.ops.end());
-    AttrList attrs{{"kind", Attr(fusionKindName(g.kind))}};
-    if (g.kind == FusionKind::Library)
-      if (std::string epilogue = epilogueOf(constOps); !epilogue.empty()) attrs.push_back({"epilogue", Attr(epilogue)});
+    std::string epilogue = g.kind == FusionKind::Library ? epilogueOf(constOps) : std::string();
+    // Built in one go: growing the list trips GCC 12's -Wstringop-overflow false positive at -O2.
+    AttrList attrs = epilogue.empty() ? AttrList{{"kind", Attr(fusionKindName(g.kind))}}
+                                      : AttrList{{"kind", Attr(fusionKindName(g.kind))}, {"epilogue", Attr(epilogue)}};
     Op* last = g.ops.back();
     Op* fusion = block_.insertBefore(last, Op::create(OpKind::Fusion, {}, types, std::move(attrs), last->loc()));
     Block* body = fusion->addRegion();

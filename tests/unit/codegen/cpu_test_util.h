@@ -126,7 +126,7 @@ struct DiffOptions {
   int64_t maxWhileIterations = 10'000'000;
   // Passes of the compile pipeline to skip ({"all"}: each op its own kernel, computed exactly as
   // the interpreter computes it; by default decomposition may move results by an ulp).
-  std::vector<std::string> disabledPasses;
+  std::vector<std::string> disabledPasses = {};
 };
 
 // Runs `f` on the interpreter and the CPU backend with random inputs and compares. If the
