@@ -106,8 +106,10 @@ class Planner {
   void addGroup(BlockPlan& plan, KernelGroup group) {
     group.inputs = groupInputs(group.ops);
     layOut(group);
-    // Named after the fusion's kind (a single op: "row" when it is a row reduction, else nothing).
-    std::string kind = group.fusion ? group.fusion->attr("kind").getString() : group.kind == KernelKind::Row ? "row" : "";
+    // Named after the layout it really has: "row", else the fusion's kind ("loop" for a fusion
+    // that claims "row" without a row structure), else nothing for a single op.
+    std::string kind = group.kind == KernelKind::Row ? "row" : group.fusion ? group.fusion->attr("kind").getString() : "";
+    if (kind == "row" && group.kind != KernelKind::Row) kind = "loop";
     group.name = "k" + std::to_string(nextKernel_++) + "_" + (kind.empty() ? "" : kind + "_") +
                  heroName(group.ops);
     plan.steps.push_back(Step{Step::Kind::Kernel, static_cast<int>(plan.groups.size()), RegionStep{nullptr, {}}});

@@ -79,6 +79,12 @@ Expected<std::unique_ptr<Module>> loadModule(const std::string& path);
 // The function to work on: --entry NAME (with or without '@') if given, else the module's entry.
 // `path` names the file in errors ("no function @f in x.kiln (functions: @main, @g)").
 Expected<Function*> selectEntry(const Module& module, const Args& args, const std::string& path);
+// The FILE argument (args.positional[0]) loaded, and its function to work on.
+struct LoadedEntry {
+  std::unique_ptr<Module> module;
+  Function* entry;
+};
+Expected<LoadedEntry> loadEntry(const Args& args);
 // Prints an error the way compilers do (file:line:col: error: ...) on stderr.
 void reportError(const Error& error);
 

@@ -57,19 +57,14 @@ int run(const Command& c, const Args& args) {
   options.dumpDir = args.get("--dump-dir").value_or("");
   if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
 
-  auto module = loadModule(args.positional[0]);
-  if (!module) {
-    reportError(module.error());
+  auto loaded = loadEntry(args);
+  if (!loaded) {
+    reportError(loaded.error());
     return kExitError;
   }
-  auto selected = selectEntry(**module, args, args.positional[0]);
-  if (!selected) {
-    reportError(selected.error());
-    return kExitError;
-  }
-  Function* f = *selected;
+  Function* f = loaded->entry;
   if (!options.dumpDir.empty()) {
-    if (Status s = codegen::dumpInput(options.dumpDir, **module); !s) {
+    if (Status s = codegen::dumpInput(options.dumpDir, *loaded->module); !s) {
       reportError(s.error());
       return kExitError;
     }

@@ -39,28 +39,23 @@ int run(const Command& c, const Args& args) {
   options.target = target == "cuda" ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
 
-  auto module = loadModule(args.positional[0]);
-  if (!module) {
-    reportError(module.error());
+  auto loaded = loadEntry(args);
+  if (!loaded) {
+    reportError(loaded.error());
     return kExitError;
   }
-  auto selected = selectEntry(**module, args, args.positional[0]);
-  if (!selected) {
-    reportError(selected.error());
-    return kExitError;
-  }
-  auto report = codegen::reportPlan(**selected, options);
+  auto report = codegen::reportPlan(*loaded->entry, options);
   if (!report) {
     reportError(report.error());
     return kExitError;
   }
-  auto unfused = codegen::reportPlan(**selected, codegen::withoutFusion(options));
+  auto unfused = codegen::reportPlan(*loaded->entry, codegen::withoutFusion(options));
   if (!unfused) {
     reportError(unfused.error());
     return kExitError;
   }
 
-  fmt::print("@{} for {}:\n", (*selected)->name(), target);
+  fmt::print("@{} for {}:\n", loaded->entry->name(), target);
   for (const KernelReport& k : report->kernels) printKernel(k);
   fmt::print("remarks:{}\n", report->remarks.empty() ? " none" : "");
   for (const passes::Remark& r : report->remarks) printRemark(r);

@@ -28,6 +28,15 @@ Expected<Function*> selectEntry(const Module& module, const Args& args, const st
   return Error("no function @" + name + " in " + path + " (functions: " + names + ")");
 }
 
+Expected<LoadedEntry> loadEntry(const Args& args) {
+  const std::string& path = args.positional[0];
+  auto module = loadModule(path);
+  if (!module) return module.error();
+  auto selected = selectEntry(**module, args, path);
+  if (!selected) return selected.error();
+  return LoadedEntry{std::move(*module), *selected};
+}
+
 void reportError(const Error& error) { fmt::print(stderr, "{}\n", error.str()); }
 
 }  // namespace kiln::cli
