@@ -1,10 +1,13 @@
-// Backend selection and dispatch: the reference interpreter and the CPU backend run here; the CUDA
-// backend is named so that users get a clear answer instead of an unknown-flag error.
+// Backend selection and dispatch: the reference interpreter, the CPU backend and the CUDA backend
+// (when this kiln was built with the toolkit's headers and the machine has a driver and a GPU).
 #include "runtime/backend.h"
 
 #include "ir/interp/interpreter.h"
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#endif
 
 namespace kiln {
 
@@ -24,16 +27,32 @@ std::optional<Backend> parseBackend(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// Ok when the CUDA backend can run here, else why not (no driver, no GPU, not built).
+Status cudaUsable() {
+#if KILN_HAVE_CUDA
+  auto device = cuda::Device::get();
+  if (!device) return device.error();
+  return {};
+#else
+  return Error("this kiln was built without the CUDA toolkit's headers, so it has no cuda backend");
+#endif
+}
+
+}  // namespace
+
 Expected<Backend> resolveBackend(Backend requested) {
   switch (requested) {
     case Backend::Interp: return Backend::Interp;
-    // The best available backend, in order cuda > cpu > interp; cuda is not built yet.
-    case Backend::Auto: return Backend::Cpu;
+    // The best available backend, in order cuda > cpu > interp.
+    case Backend::Auto: return cudaUsable() ? Backend::Cuda : Backend::Cpu;
     case Backend::Cpu: return Backend::Cpu;
-    case Backend::Cuda:
-      return Error(
-          "the cuda backend (NVPTX + CUDA driver) is not built yet; use --backend cpu (or auto), and kiln compile "
-          "--target cuda --emit ptx to see the PTX");
+    case Backend::Cuda: {
+      Status usable = cudaUsable();
+      if (!usable) return Error("--backend cuda: " + usable.error().message());
+      return Backend::Cuda;
+    }
   }
   return Error("unknown backend");
 }
@@ -42,10 +61,12 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
                                           const RunOptions& options) {
   auto resolved = resolveBackend(options.backend);
   if (!resolved) return resolved.error();
-  // Both host backends hold every tensor in host memory: refuse up front what cannot fit.
+  // Every backend holds the inputs and results in host memory (the host backends everything):
+  // refuse up front what cannot fit.
   KILN_TRY(checkTensorsFit(function, hostMemoryBytes()));
-  if (*resolved == Backend::Cpu) {
+  if (*resolved == Backend::Cpu || *resolved == Backend::Cuda) {
     codegen::CompileOptions compileOptions;
+    compileOptions.target = *resolved == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
     compileOptions.dumpDir = options.dumpDir;
     compileOptions.disabledPasses = options.disabledPasses;
     auto exe = Executable::compile(function, compileOptions);

@@ -1,6 +1,6 @@
-// Backends that run a function: the reference interpreter and the CPU backend (kernels compiled
-// by LLVM and run through ORC's JIT on all cores); CUDA arrives with the runtime issue. `auto`
-// picks the best one available (cuda > cpu > interp).
+// Backends that run a function: the reference interpreter, the CPU backend (kernels compiled by
+// LLVM and run through ORC's JIT on all cores) and the CUDA backend (PTX loaded by the driver,
+// runtime/cuda/). `auto` picks the best one usable here (cuda > cpu > interp).
 #pragma once
 
 #include <optional>

@@ -4,6 +4,9 @@
 
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_jit.h"
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/program.h"
+#endif
 
 namespace kiln {
 
@@ -11,12 +14,34 @@ Executable::Executable(std::unique_ptr<Module> module, const Function* function,
                        std::unique_ptr<codegen::BlockPlan> plan)
     : module_(std::move(module)), function_(function), plan_(std::move(plan)) {}
 
+#if KILN_HAVE_CUDA
+Executable::Executable(std::unique_ptr<cuda::Program> program)
+    : function_(&program->function()), cuda_(std::move(program)) {}
+#endif
+
 Executable::~Executable() = default;
+
+const codegen::BlockPlan& Executable::plan() const {
+#if KILN_HAVE_CUDA
+  if (cuda_) return cuda_->plan();
+#endif
+  return *plan_;
+}
 
 std::vector<std::string> Executable::kernelNames() const {
   std::vector<std::string> names;
-  for (const codegen::KernelGroup* g : plan_->allGroups()) names.push_back(g->name);
+  for (const codegen::KernelGroup* g : plan().allGroups()) names.push_back(g->name);
   return names;
+}
+
+Expected<std::vector<DeviceTensor>> Executable::runOnDevice(const std::vector<DeviceTensor>& inputs,
+                                                    const ExecuteOptions& options) const {
+#if KILN_HAVE_CUDA
+  if (cuda_) return cuda_->runOnDevice(inputs, options);
+#else
+  (void)inputs, (void)options;
+#endif
+  return Error("device tensors need an executable compiled for the GPU (CompileOptions::target = Target::Cuda)");
 }
 
 namespace {
@@ -45,10 +70,16 @@ Status loadObject(const Function& function, const codegen::CompileOptions& optio
 Expected<std::unique_ptr<Executable>> Executable::compile(const Function& function,
                                                           const codegen::CompileOptions& options,
                                                           codegen::CompileCache* cache) {
-  if (options.target == codegen::Target::Cuda)
-    return Error(
-        "running on the GPU needs the CUDA runtime (not built yet); use kiln compile --target cuda --emit ptx to "
-        "see the PTX");
+  if (options.target == codegen::Target::Cuda) {
+#if KILN_HAVE_CUDA
+    auto program = cuda::Program::compile(function, options, cache);
+    if (!program) return program.error();
+    return std::unique_ptr<Executable>(new Executable(std::move(*program)));
+#else
+    return Error("this kiln was built without the CUDA toolkit's headers, so it cannot run on the GPU; rebuild with "
+                 "the toolkit installed, or use Target::Cpu");
+#endif
+  }
   // Always through an object file, cached or fresh: one way into the JIT.
   auto object = codegen::compileCpuObject(function, options, cache);
   if (!object) return object.error();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -15,16 +16,29 @@
 #include "codegen/kernel_plan.h"
 #include "ir/ir.h"
 #include "ir/tensor.h"
+#include "runtime/device_tensor.h"
 
 namespace kiln {
 
 namespace codegen {
 class CpuJit;
 }
+namespace cuda {
+class Program;
+}
 
 struct ExecuteOptions {
   // A `while` that runs longer than this stops with an error instead of hanging.
   int64_t maxWhileIterations = 10'000'000;
+  // CUDA: capture a step without host-driven regions as a CUDA graph on its first run with a set
+  // of buffers, and replay it on later runs with the same buffers (one launch per step).
+  bool cudaGraph = true;
+  // Profiling (`kiln bench`), off when null. stepMilliseconds: how long the step took where it
+  // runs, without copying inputs in or results out (CUDA: events around the device work; CPU: wall
+  // clock). kernelMilliseconds: time per kernel name, summed over its launches in this run (CUDA:
+  // events around each launch, which runs the step without its CUDA graph).
+  double* stepMilliseconds = nullptr;
+  std::map<std::string, double>* kernelMilliseconds = nullptr;
 };
 
 // The Executable compiles and owns an optimised copy of the Function it is given (its plan names
@@ -38,7 +52,9 @@ class Executable {
   // CPU), generates an object file and links it into a JIT. The object comes from `cache` when it
   // holds one for this function, options and CPU (skipping O3 and codegen) and is stored there
   // otherwise; a cached object the JIT cannot load is recompiled and replaced. `cache` null: no
-  // caching. Target::Cuda is not runnable yet and gives an error that says what to use instead.
+  // caching. Target::Cuda compiles PTX for the GPU kiln runs on (cuda::Device: its architecture
+  // replaces options.gpuArch), loads it through the driver and runs there (runtime/cuda/program.h);
+  // without a GPU that is an error saying so.
   // With options.dumpDir set, writes the IR after each pass, the LLVM IR before and after
   // optimisation and the host assembly there (the cache is not read then, so the dump is complete).
   static Expected<std::unique_ptr<Executable>> compile(const Function& function,
@@ -50,15 +66,26 @@ class Executable {
   // results. Run-time errors (a gather index out of range, an integer division by zero, ...) name
   // the op and its source location, as the interpreter's do.
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const ExecuteOptions& options = {}) const;
+  // Target::Cuda only: inputs already on the GPU, results left there (new device tensors). Runs
+  // on one executable are serialised; returns when the results are computed.
+  Expected<std::vector<DeviceTensor>> runOnDevice(const std::vector<DeviceTensor>& inputs,
+                                          const ExecuteOptions& options = {}) const;
+  // Which target it was compiled for.
+  codegen::Target target() const { return cuda_ ? codegen::Target::Cuda : codegen::Target::Cpu; }
+  // The CUDA program (Target::Cuda), for benchmarks and tests; null on the CPU.
+  cuda::Program* cudaProgram() const { return cuda_.get(); }
 
   // The optimised copy that was compiled (same name, parameters and source locations).
   const Function& function() const { return *function_; }
+  // Its kernel plan (what kernelNames() lists; codegen::reportKernels gives each one's bytes).
+  const codegen::BlockPlan& plan() const;
   // The kernels, in the order the plan runs them (nested regions depth first).
   std::vector<std::string> kernelNames() const;
 
  private:
   friend class ExecutionContext;
   Executable(std::unique_ptr<Module> module, const Function* function, std::unique_ptr<codegen::BlockPlan> plan);
+  explicit Executable(std::unique_ptr<cuda::Program> program);
 
   std::unique_ptr<Module> module_;  // owns function_; declared first so the plan dies before it
   const Function* function_;
@@ -66,6 +93,7 @@ class Executable {
   std::unique_ptr<codegen::CpuJit> jit_;
   std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;
   std::vector<codegen::KernelError> errors_;
+  std::unique_ptr<cuda::Program> cuda_;  // Target::Cuda: the rest above is unused
 };
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // Executable::run: one host buffer per value, kernels split over the thread pool, and the host
 // loops that drive `map` and `while` over the plans of their regions.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -8,6 +9,9 @@
 
 #include "ir/interp/interpreter.h"
 #include "runtime/executable.h"
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/program.h"
+#endif
 #include "runtime/thread_pool.h"
 
 namespace kiln {
@@ -70,6 +74,10 @@ Error preciseError(const codegen::KernelGroup& group, const std::vector<void*>& 
   return Error(fallback.message, fallback.loc);
 }
 
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Bytes of one slice along axis 0.
 size_t rowBytes(const TensorType& t) {
   return t.shape.empty() || t.shape[0] == 0 ? 0 : t.byteSize() / static_cast<size_t>(t.shape[0]);
@@ -98,7 +106,9 @@ class ExecutionContext {
       // Kernels never write their inputs, so parameters use the caller's memory directly.
       borrow(params[i], static_cast<const uint8_t*>(inputs[i].data()));
     }
+    auto start = std::chrono::steady_clock::now();
     KILN_TRY(runPlan(*exe_.plan_));
+    if (options_.stepMilliseconds) *options_.stepMilliseconds = millisecondsSince(start);
     std::vector<Tensor> results;
     for (const Value* v : f.body().terminator()->operands()) {
       Tensor t(v->type());
@@ -153,6 +163,7 @@ class ExecutionContext {
     int64_t firstBegin = -1;
     int32_t firstStatus = 0;
     int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / elementCost(group));
+    auto start = std::chrono::steady_clock::now();
     ThreadPool::shared().parallelFor(n, grain, [&](int64_t begin, int64_t end) {
       int32_t status = 0;
       fn(args.data(), &status, begin, end);
@@ -160,6 +171,7 @@ class ExecutionContext {
       std::lock_guard<std::mutex> lock(m);
       if (firstBegin < 0 || begin < firstBegin) firstBegin = begin, firstStatus = status;
     });
+    if (options_.kernelMilliseconds) (*options_.kernelMilliseconds)[group.name] += millisecondsSince(start);
     if (firstStatus == 0) return {};
     size_t index = static_cast<size_t>(firstStatus - 1);
     KILN_INTERNAL_CHECK(index < exe_.errors_.size(), "cpu backend: a kernel raised an unknown error");
@@ -225,6 +237,9 @@ class ExecutionContext {
 };
 
 Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) const {
+#if KILN_HAVE_CUDA
+  if (cuda_) return cuda_->run(inputs, options);
+#endif
   return ExecutionContext(*this, options).run(inputs);
 }
 

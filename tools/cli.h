@@ -65,6 +65,7 @@ Command compileCommand();
 Command opsCommand();
 Command optCommand();
 Command explainCommand();
+Command benchCommand();
 
 }  // namespace kiln::cli
 

@@ -7,73 +7,13 @@
 #include "ir/npy.h"
 #include "runtime/backend.h"
 #include "runtime/memory_check.h"
-#include "runtime/random_inputs.h"
 #include "tools/cli.h"
+#include "tools/inputs.h"
 #include "tools/result_report.h"
 
 namespace kiln::cli {
 
 namespace {
-
-std::string paramList(const Function& f) {
-  std::string s;
-  for (Value* p : f.params()) s += (s.empty() ? "%" : ", %") + p->name();
-  return s.empty() ? "none" : s;
-}
-
-template <class T>
-std::optional<T> parseInteger(const std::string& text) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(text, &used);
-    if (used != text.size() || v < 0) return std::nullopt;
-    return static_cast<T>(v);
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
-// Reads each --input NAME=PATH.npy into its parameter's slot; reports the first problem.
-bool loadInputs(const Command& c, const Args& args, const Function& f, std::vector<std::optional<Tensor>>& inputs,
-                std::vector<std::string>& sources) {
-  std::vector<Value*> params = f.params();
-  for (const std::string& spec : args.all("--input")) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      usageError(c, "--input takes NAME=PATH.npy, got '" + spec + "'");
-      return false;
-    }
-    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    if (name[0] == '%') name.erase(0, 1);
-    auto it = std::find_if(params.begin(), params.end(), [&](Value* p) { return p->name() == name; });
-    if (it == params.end()) {
-      usageError(c, "--input " + spec + ": @" + f.name() + " has no parameter %" + name + " (parameters: " +
-                        paramList(f) + ")");
-      return false;
-    }
-    size_t index = static_cast<size_t>(it - params.begin());
-    if (inputs[index]) {
-      usageError(c, "--input: parameter %" + name + " is given twice");
-      return false;
-    }
-    auto tensor = readNpy(path);
-    if (!tensor) {
-      reportError(tensor.error());
-      return false;
-    }
-    const TensorType& want = params[index]->type();
-    if (tensor->type() != want) {
-      reportError(Error(path + ": parameter %" + name + " of @" + f.name() + " is " + want.str() + ", the file holds " +
-                        tensor->type().str() + (tensor->dtype() != want.dtype
-                                                    ? " (convert with arr.astype(...) in NumPy)"
-                                                    : " (reshape it in NumPy)")));
-      return false;
-    }
-    inputs[index] = std::move(*tensor);
-    sources[index] = "from " + path;
-  }
-  return true;
-}
 
 int run(const Command& c, const Args& args) {
   if (args.positional.size() != 1)
@@ -131,22 +71,16 @@ int run(const Command& c, const Args& args) {
     return kExitError;
   }
   std::vector<Value*> params = f->params();
-  std::vector<std::optional<Tensor>> given(params.size());
-  std::vector<std::string> sources(params.size());
-  if (!loadInputs(c, args, *f, given, sources)) return kExitError;
-  std::vector<Tensor> random = randomInputs(*f, seed);
-  std::vector<Tensor> inputs;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!given[i]) sources[i] = fmt::format("random (seed {})", seed);
-    inputs.push_back(given[i] ? std::move(*given[i]) : std::move(random[i]));
-  }
+  std::vector<std::string> sources;
+  auto inputs = programInputs(c, args, *f, seed, sources);
+  if (!inputs) return kExitError;
 
   fmt::print("@{} on {}\n", f->name(), backendName(*backend));
   for (size_t i = 0; i < params.size(); ++i)
     fmt::print("input %{}: {}  {}\n", params[i]->name(), params[i]->type().str(), sources[i]);
 
   options.backend = *backend;
-  auto results = runFunction(*f, inputs, options);
+  auto results = runFunction(*f, *inputs, options);
   if (!results) {
     reportError(results.error());
     return kExitError;

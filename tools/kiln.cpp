@@ -14,7 +14,8 @@ using kiln::cli::Command;
 
 std::vector<Command> commands() {
   return {kiln::cli::checkCommand(), kiln::cli::printCommand(), kiln::cli::runCommand(), kiln::cli::compileCommand(),
-          kiln::cli::optCommand(), kiln::cli::explainCommand(), kiln::cli::opsCommand()};
+          kiln::cli::optCommand(), kiln::cli::explainCommand(), kiln::cli::benchCommand(),
+          kiln::cli::opsCommand()};
 }
 
 void printTopLevelHelp() {

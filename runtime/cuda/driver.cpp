@@ -30,7 +30,10 @@ std::string nameOf(const DriverApi& api, CUresult result) {
   const char* text = nullptr;
   if (api.cuGetErrorName) api.cuGetErrorName(result, &name);
   if (api.cuGetErrorString) api.cuGetErrorString(result, &text);
-  std::string s = name ? name : "CUresult " + std::to_string(static_cast<int>(result));
+  // A stub library answers no names; the one result kiln explains itself is the stub's own.
+  std::string s = name                                ? std::string(name)
+                  : result == CUDA_ERROR_STUB_LIBRARY ? std::string("CUDA_ERROR_STUB_LIBRARY")
+                                                      : "CUresult " + std::to_string(static_cast<int>(result));
   if (text) s += std::string(" (") + text + ")";
   return s;
 }
@@ -68,8 +71,10 @@ Status load(LoadedDriver& d) {
   return {};
 }
 
+// Never destroyed: libcuda stays loaded until the process ends, so nothing that runs at exit
+// (a Device, a cached allocation) can call into an unloaded driver.
 LoadedDriver& loaded() {
-  static LoadedDriver d;
+  static LoadedDriver& d = *new LoadedDriver;
   static std::once_flag once;
   std::call_once(once, [] { d.status = load(d); });
   return d;

@@ -38,8 +38,11 @@ Expected<DynamicLibrary> DynamicLibrary::open(const std::string& what, const std
     // their siblings through their own RUNPATH).
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-      const char* why = dlerror();
-      reasons += "\n  " + path + ": " + (why ? why : "not found");
+      const char* error = dlerror();
+      std::string why = error ? error : "not found";
+      // dlerror() usually starts with the path itself.
+      if (why.rfind(path + ": ", 0) == 0) why = why.substr(path.size() + 2);
+      reasons += "\n  " + path + ": " + why;
     }
     return handle;
   };

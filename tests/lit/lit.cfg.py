@@ -22,3 +22,24 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%examples", os.path.join(config.kiln_source_dir, "examples")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+
+# `cuda-gpu` where the NVIDIA driver loads and sees a GPU (as kiln's own check: cuInit, then a
+# device count above 0). Tests of the no-GPU messages say `UNSUPPORTED: cuda-gpu`, GPU runs
+# `REQUIRES: cuda-gpu`, so each shows up as UNSUPPORTED where it cannot run.
+def _has_cuda_gpu():
+    import ctypes
+    try:
+        cuda = ctypes.CDLL(os.environ.get("KILN_CUDA_DRIVER") or "libcuda.so.1")
+        count = ctypes.c_int(0)
+        return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    except OSError:
+        return False
+
+if _has_cuda_gpu():
+    config.available_features.add("cuda-gpu")
+
+# The CUDA toolkit (for its link-stub libcuda, which must be refused as a driver).
+cuda_home = os.environ.get("KILN_CUDA_HOME") or "/usr/local/cuda"
+config.substitutions.append(("%cuda_home", cuda_home))
+if os.path.exists(os.path.join(cuda_home, "lib64", "stubs", "libcuda.so")):
+    config.available_features.add("cuda-stub")

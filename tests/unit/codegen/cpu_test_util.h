@@ -13,6 +13,7 @@
 #include "frontend/parser.h"
 #include "ir/interp/interpreter.h"
 #include "ir/printer.h"
+#include "runtime/backend.h"
 #include "runtime/executable.h"
 #include "runtime/random_inputs.h"
 
@@ -118,6 +119,17 @@ inline void sprinkleSpecials(Tensor& t, uint64_t seed) {
   for (int k = 0; k < 5; ++k) t.setDouble(static_cast<int64_t>((seed * 7919 + k * 104729) % t.numElements()), specials[k]);
 }
 
+// Whether the CUDA backend can run here (driver and GPU present), asked once.
+inline bool cudaPresent() {
+  static const bool present = resolveBackend(Backend::Cuda).ok();
+  return present;
+}
+
+// "f.kiln:3:5" or "no location", to compare where two errors point.
+inline std::string locationText(const SourceLoc& loc) {
+  return loc.known() ? loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) : "no location";
+}
+
 struct DiffOptions {
   Tolerance tol;
   uint64_t seed = 1;
@@ -142,24 +154,37 @@ inline void expectSameAsInterpreter(const Function& f, const DiffOptions& o = {}
   InterpretOptions io;
   io.maxWhileIterations = o.maxWhileIterations;
   auto want = interpret(f, inputs, io);
-  codegen::CompileOptions compileOptions;
-  compileOptions.disabledPasses = o.disabledPasses;
-  auto exe = Executable::compile(f, compileOptions);
-  ASSERT_TRUE(exe.ok()) << exe.error().str() << "\n" << program;
-  ExecuteOptions eo;
-  eo.maxWhileIterations = o.maxWhileIterations;
-  auto got = (*exe)->run(inputs, eo);
-  if (!want) {
-    ASSERT_FALSE(got.ok()) << "the interpreter fails (" << want.error().str() << ") but the cpu backend does not\n"
-                           << program;
-    EXPECT_EQ(got.error().str(), want.error().str()) << program;
-    return;
-  }
-  ASSERT_TRUE(got.ok()) << got.error().str() << "\n" << program;
-  ASSERT_EQ(got->size(), want->size());
-  for (size_t i = 0; i < want->size(); ++i) {
-    std::string diff = compareTensors((*want)[i], (*got)[i], o.tol);
-    EXPECT_EQ(diff, "") << "result " << i << " of\n" << program;
+  // The CPU backend always; the CUDA backend too where a GPU is present (CudaBackend.Present
+  // skips visibly where it is not).
+  std::vector<codegen::Target> targets = {codegen::Target::Cpu};
+  if (cudaPresent()) targets.push_back(codegen::Target::Cuda);
+  for (codegen::Target target : targets) {
+    const char* name = target == codegen::Target::Cuda ? "cuda" : "cpu";
+    SCOPED_TRACE(std::string("backend ") + name);
+    codegen::CompileOptions compileOptions;
+    compileOptions.target = target;
+    compileOptions.disabledPasses = o.disabledPasses;
+    auto exe = Executable::compile(f, compileOptions);
+    ASSERT_TRUE(exe.ok()) << exe.error().str() << "\n" << program;
+    ExecuteOptions eo;
+    eo.maxWhileIterations = o.maxWhileIterations;
+    auto got = (*exe)->run(inputs, eo);
+    if (!want) {
+      ASSERT_FALSE(got.ok()) << "the interpreter fails (" << want.error().str() << ") but the " << name
+                             << " backend does not\n"
+                             << program;
+      // The CPU backend re-interprets a failed kernel for the interpreter's exact words; the GPU
+      // reports the failing op's check and location.
+      if (target == codegen::Target::Cpu) EXPECT_EQ(got.error().str(), want.error().str()) << program;
+      else EXPECT_EQ(locationText(got.error().loc()), locationText(want.error().loc())) << program;
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << got.error().str() << "\n" << program;
+    ASSERT_EQ(got->size(), want->size());
+    for (size_t i = 0; i < want->size(); ++i) {
+      std::string diff = compareTensors((*want)[i], (*got)[i], o.tol);
+      EXPECT_EQ(diff, "") << "result " << i << " of\n" << program;
+    }
   }
 }
 

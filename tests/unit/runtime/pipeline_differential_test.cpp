@@ -1,5 +1,6 @@
-// Differential tests of the compile pipeline: every example compiled for the CPU with the default
-// passes and with every pass disabled must both match the reference interpreter on random inputs.
+// Differential tests of the compile pipeline: every example compiled for the CPU (and for CUDA
+// where a GPU is present) with the default passes and with every pass disabled must match the
+// reference interpreter on random inputs.
 // A pass that changes what a graph computes (beyond rounding) fails here with the example's name.
 #include <gtest/gtest.h>
 
@@ -46,6 +47,14 @@ std::string compare(const Tensor& want, const Tensor& got) {
   return "";
 }
 
+// With and without passes, on the CPU and, where a GPU is present, on CUDA.
+std::vector<std::pair<bool, codegen::Target>> configurations() {
+  std::vector<std::pair<bool, codegen::Target>> all = {{true, codegen::Target::Cpu}, {false, codegen::Target::Cpu}};
+  static const bool gpu = resolveBackend(Backend::Cuda).ok();
+  if (gpu) all.insert(all.end(), {{true, codegen::Target::Cuda}, {false, codegen::Target::Cuda}});
+  return all;
+}
+
 class PipelineDifferential : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PipelineDifferential, DefaultPassesAndNoPassesMatchTheInterpreter) {
@@ -57,10 +66,11 @@ TEST_P(PipelineDifferential, DefaultPassesAndNoPassesMatchTheInterpreter) {
     std::vector<Tensor> inputs = randomInputs(f, seed);
     auto want = interpret(f, inputs);
     ASSERT_TRUE(want.ok()) << want.error().str();
-    for (bool passes : {true, false}) {
+    for (auto [passes, target] : configurations()) {
       SCOPED_TRACE(std::string(passes ? "default pipeline" : "--disable-passes=all") + ", seed " +
-                   std::to_string(seed));
+                   std::to_string(seed) + (target == codegen::Target::Cuda ? ", cuda" : ", cpu"));
       codegen::CompileOptions options;
+      options.target = target;
       if (!passes) options.disabledPasses = {"all"};
       auto exe = Executable::compile(f, options);
       ASSERT_TRUE(exe.ok()) << exe.error().str();

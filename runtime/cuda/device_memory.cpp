@@ -1,0 +1,128 @@
+// Device allocations and staged copies (device_memory.h).
+#include "runtime/cuda/device_memory.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/cuda/driver.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+std::string gib(size_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(bytes) / (1 << 30));
+  return s;
+}
+
+// Two pinned buffers used in turn: while the DMA engine copies one, the CPU fills the other.
+// One set per process (copies are serialised by its mutex); allocated on the first large copy.
+class Staging {
+ public:
+  static constexpr size_t kChunk = 8 << 20;
+  static constexpr size_t kThreshold = 1 << 20;
+
+  static Staging& get() {
+    static Staging& s = *new Staging;  // never destroyed: pinned memory outlives static teardown
+    return s;
+  }
+
+  Status toDevice(CUdeviceptr dst, const uint8_t* src, size_t bytes, CUstream stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    KILN_TRY(ensureBuffers());
+    for (size_t done = 0, turn = 0; done < bytes; done += kChunk, turn ^= 1) {
+      size_t n = std::min(kChunk, bytes - done);
+      // The buffer's previous copy must have finished before the CPU overwrites it.
+      KILN_CU(cuEventSynchronize, "staging buffer", events_[turn]);
+      std::memcpy(buffers_[turn], src + done, n);
+      KILN_CU(cuMemcpyHtoDAsync, "staged host-to-device copy", dst + done, buffers_[turn], n, stream);
+      KILN_CU(cuEventRecord, "staging buffer", events_[turn], stream);
+    }
+    return {};
+  }
+
+  Status toHost(uint8_t* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    KILN_TRY(ensureBuffers());
+    // Queue the first chunk, then: queue chunk i+1 into the other buffer, wait for chunk i, copy it out.
+    size_t chunks = (bytes + kChunk - 1) / kChunk;
+    auto queue = [&](size_t i) -> Status {
+      size_t n = std::min(kChunk, bytes - i * kChunk);
+      KILN_CU(cuMemcpyDtoHAsync, "staged device-to-host copy", buffers_[i % 2], src + i * kChunk, n, stream);
+      KILN_CU(cuEventRecord, "staging buffer", events_[i % 2], stream);
+      return {};
+    };
+    KILN_TRY(queue(0));
+    for (size_t i = 0; i < chunks; ++i) {
+      if (i + 1 < chunks) KILN_TRY(queue(i + 1));
+      KILN_CU(cuEventSynchronize, "staged device-to-host copy", events_[i % 2]);
+      std::memcpy(dst + i * kChunk, buffers_[i % 2], std::min(kChunk, bytes - i * kChunk));
+    }
+    return {};
+  }
+
+ private:
+  Status ensureBuffers() {
+    for (int i = 0; i < 2; ++i) {
+      if (!buffers_[i]) KILN_CU(cuMemAllocHost, "a pinned staging buffer", &buffers_[i], kChunk);
+      if (!events_[i]) KILN_CU(cuEventCreate, "staging buffer", &events_[i], CU_EVENT_DISABLE_TIMING);
+    }
+    return {};
+  }
+
+  std::mutex mutex_;
+  void* buffers_[2] = {nullptr, nullptr};
+  CUevent events_[2] = {nullptr, nullptr};
+};
+
+}  // namespace
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (address_) api().cuMemFree(address_);
+    address_ = o.address_, bytes_ = o.bytes_;
+    o.address_ = 0, o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (address_) api().cuMemFree(address_);
+}
+
+Expected<DeviceBuffer> allocateDevice(size_t bytes, std::string_view what) {
+  DeviceBuffer buffer;
+  if (bytes == 0) return buffer;
+  CUresult r = api().cuMemAlloc(&buffer.address_, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    size_t free = 0, total = 0;
+    api().cuMemGetInfo(&free, &total);
+    return Error("out of GPU memory: " + gib(bytes) + " for " + std::string(what) + ", but only " + gib(free) +
+                 " of " + gib(total) + " is free");
+  }
+  KILN_TRY(check(r, "cuMemAlloc", what));
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+Status copyToDevice(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
+  if (bytes == 0) return {};
+  if (bytes >= Staging::kThreshold) return Staging::get().toDevice(dst, static_cast<const uint8_t*>(src), bytes, stream);
+  KILN_CU(cuMemcpyHtoDAsync, "host-to-device copy", dst, src, bytes, stream);
+  // A pageable source is copied out before the call returns only for the synchronous variant;
+  // waiting here keeps the promise that the caller may reuse `src` at once.
+  KILN_CU(cuStreamSynchronize, "host-to-device copy", stream);
+  return {};
+}
+
+Status copyToHost(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  if (bytes == 0) return {};
+  if (bytes >= Staging::kThreshold) return Staging::get().toHost(static_cast<uint8_t*>(dst), src, bytes, stream);
+  KILN_CU(cuMemcpyDtoHAsync, "device-to-host copy", dst, src, bytes, stream);
+  KILN_CU(cuStreamSynchronize, "device-to-host copy", stream);
+  return {};
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,414 @@
+// Compiling, loading and running a function on the GPU (program.h).
+#include "runtime/cuda/program.h"
+
+#include <optional>
+
+#include "codegen/nvptx_target.h"
+#include "runtime/cuda/driver.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+constexpr uint32_t kThreadsPerBlock = 256;
+// CUDA graphs kept per program (one per set of parameter and result addresses).
+constexpr size_t kMaxGraphs = 8;
+
+// "%h (f32[64,128])" for messages about a value's buffer.
+std::string describe(const Value* v, std::string_view role) {
+  std::string name = v->name().empty() ? std::string("a value") : "%" + v->name();
+  return std::string(role) + " " + name + " (" + v->type().str() + ")";
+}
+
+// Bytes of one slice along axis 0.
+size_t rowBytes(const TensorType& t) {
+  return t.shape.empty() || t.shape[0] == 0 ? 0 : t.byteSize() / static_cast<size_t>(t.shape[0]);
+}
+
+bool hasRegionSteps(const codegen::BlockPlan& plan) {
+  for (const codegen::Step& step : plan.steps)
+    if (step.kind == codegen::Step::Kind::Region) return true;
+  return false;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Program>> Program::compile(const Function& function, codegen::CompileOptions options,
+                                                    codegen::CompileCache* cache) {
+  auto device = Device::get();
+  if (!device) return device.error();
+  options.target = codegen::Target::Cuda;
+  options.gpuArch = (*device)->gpuArch();
+  auto compiled = codegen::compileForCuda(function, options, cache);
+  if (!compiled) return compiled.error();
+  auto stream = Stream::create();
+  if (!stream) return stream.error();
+  auto module = LoadedModule::load(compiled->ptx, "@" + function.name());
+  if (!module) return module.error();
+  std::unique_ptr<Program> program(
+      new Program(std::move(*compiled), *device, std::move(*stream), std::move(*module)));
+
+  // Launch shapes: enough blocks for every item's lanes, at most one full wave of resident blocks.
+  codegen::NvptxTarget target(options.fastMath);
+  std::vector<const codegen::KernelGroup*> groups = program->plan().allGroups();
+  program->kernels_.reserve(groups.size());
+  for (const codegen::KernelGroup* group : groups) {
+    KernelThunk k;
+    k.group = group;
+    auto fn = program->module_.function(group->name);
+    if (!fn) return fn.error();
+    k.function = *fn;
+    int perSm = 0;
+    KILN_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, group->name, &perSm, k.function,
+            static_cast<int>(kThreadsPerBlock), 0);
+    int lanes = group->kind == codegen::KernelKind::Row ? target.rowLanes() : 1;
+    k.shape = launchShape(codegen::numWorkItems(*group, target), lanes, (*device)->multiprocessors(), perSm,
+                          kThreadsPerBlock);
+    program->kernels_.push_back(k);
+  }
+  for (const KernelThunk& k : program->kernels_) program->kernelOf_[k.group] = &k;
+  program->hasRegions_ = hasRegionSteps(program->plan());
+  auto status = allocateDevice(sizeof(int32_t), "the kernels' error word");
+  if (!status) return status.error();
+  program->statusWord_ = std::move(*status);
+  return program;
+}
+
+// The state of one run: every value's device address. Values of regions get the program's own
+// buffers (reused by later iterations and runs); `map` parameters borrow slices of their operands.
+class Program::Run {
+ public:
+  Run(Program& p, const ExecuteOptions& options) : p_(p), options_(options) {}
+
+  void bind(const Value* v, CUdeviceptr address) { addr_[v] = address; }
+
+  Status runPlan(const codegen::BlockPlan& plan) {
+    for (const codegen::Step& step : plan.steps) {
+      if (step.kind == codegen::Step::Kind::Kernel) {
+        KILN_TRY(launch(plan.groups[static_cast<size_t>(step.group)]));
+      } else if (step.region.op->kind() == OpKind::Map) {
+        KILN_TRY(runMap(step.region));
+      } else {
+        KILN_TRY(runWhile(step.region));
+      }
+    }
+    return {};
+  }
+
+  // After the stream finished: the first error a kernel raised, as the interpreter would word it.
+  Status kernelError(int32_t word) const {
+    if (word == 0) return {};
+    size_t index = static_cast<size_t>(word - 1);
+    if (index >= p_.compiled_.errors.size())
+      return Error("cuda backend: a kernel raised an unknown error " + std::to_string(word));
+    const codegen::KernelError& e = p_.compiled_.errors[index];
+    return Error(e.message, e.loc);
+  }
+
+ private:
+  Expected<CUdeviceptr> address(const Value* v) {
+    if (auto it = addr_.find(v); it != addr_.end()) return it->second;
+    // Not bound by the caller: an intermediate, in the program's own memory.
+    auto own = p_.ownBuffer(v, "intermediate");
+    if (!own) return own.error();
+    return addr_[v] = *own;
+  }
+
+  Status launch(const codegen::KernelGroup& group) {
+    const KernelThunk& k = *p_.kernelOf_.at(&group);
+    if (k.shape.blocks == 0) return {};
+    std::vector<CUdeviceptr> args;
+    for (const Value* v : group.inputs) {
+      auto a = address(v);
+      if (!a) return a.error();
+      args.push_back(*a);
+    }
+    for (const Value* v : group.results) {
+      auto a = address(v);
+      if (!a) return a.error();
+      args.push_back(*a);
+    }
+    args.push_back(p_.statusWord_.address());
+    std::vector<void*> params;
+    for (CUdeviceptr& a : args) params.push_back(&a);
+    std::optional<Timed> timed;
+    if (options_.kernelMilliseconds) {
+      auto start = Event::create();
+      auto end = Event::create();
+      if (!start) return start.error();
+      if (!end) return end.error();
+      timed.emplace(Timed{group.name, std::move(*start), std::move(*end)});
+      KILN_TRY(timed->start.record(p_.stream_.get()));
+    }
+    KILN_CU(cuLaunchKernel, group.name, k.function, k.shape.blocks, 1, 1, k.shape.threadsPerBlock, 1, 1, 0,
+            p_.stream_.get(), params.data(), nullptr);
+    if (timed) {
+      KILN_TRY(timed->end.record(p_.stream_.get()));
+      timed_.push_back(std::move(*timed));
+    }
+    return {};
+  }
+
+ public:
+  // Adds the timed launches to options.kernelMilliseconds (after the stream finished).
+  Status collectKernelTimes() {
+    for (const Timed& t : timed_) {
+      auto ms = t.end.millisecondsSince(t.start);
+      if (!ms) return ms.error();
+      (*options_.kernelMilliseconds)[t.kernel] += *ms;
+    }
+    return {};
+  }
+
+ private:
+
+  Status copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, const Op& op) {
+    if (bytes == 0 || dst == src) return {};
+    KILN_CU(cuMemcpyDtoDAsync, std::string(op.name()), dst, src, bytes, p_.stream_.get());
+    return {};
+  }
+
+  // Runs the body once per slice along axis 0 and stacks what it yields (as the interpreter).
+  Status runMap(const codegen::RegionStep& step) {
+    const Op& op = *step.op;
+    const Block& body = *op.region(0);
+    const Op& yield = *body.terminator();
+    std::vector<CUdeviceptr> operands, results;
+    for (const Value* v : op.operands()) {
+      auto a = address(v);
+      if (!a) return a.error();
+      operands.push_back(*a);
+    }
+    for (const Value* v : op.results()) {
+      auto a = address(v);
+      if (!a) return a.error();
+      results.push_back(*a);
+    }
+    int64_t n = op.operand(0)->type().shape[0];
+    for (int64_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < op.numOperands(); ++k)
+        bind(body.argument(k), operands[k] + static_cast<size_t>(i) * rowBytes(op.operand(k)->type()));
+      KILN_TRY(runPlan(*step.regions[0]));
+      for (size_t k = 0; k < results.size(); ++k) {
+        size_t row = rowBytes(op.result(k)->type());
+        auto yielded = address(yield.operand(k));
+        if (!yielded) return yielded.error();
+        KILN_TRY(copy(results[k] + static_cast<size_t>(i) * row, *yielded, row, op));
+      }
+    }
+    return {};
+  }
+
+  // The loop-carried values live in the op's result buffers; `cond` reads them in place, `body`
+  // gets copies (so that what it yields never overlaps what it reads). Each test of the condition
+  // waits for the GPU: the host decides whether to go on.
+  Status runWhile(const codegen::RegionStep& step) {
+    const Op& op = *step.op;
+    const Block& cond = *op.region(0);
+    const Block& body = *op.region(1);
+    std::vector<CUdeviceptr> carried;
+    for (size_t k = 0; k < op.numResults(); ++k) {
+      auto c = address(op.result(k));
+      auto init = address(op.operand(k));
+      if (!c) return c.error();
+      if (!init) return init.error();
+      carried.push_back(*c);
+      KILN_TRY(copy(*c, *init, op.result(k)->type().byteSize(), op));
+      bind(cond.argument(k), *c);
+    }
+    for (int64_t iteration = 0;; ++iteration) {
+      KILN_TRY(runPlan(*step.regions[0]));
+      auto flag = address(cond.terminator()->operand(0));
+      if (!flag) return flag.error();
+      uint8_t go = 0;
+      KILN_TRY(copyToHost(&go, *flag, 1, p_.stream_.get()));
+      // A kernel of the condition that failed must stop the loop with its own error.
+      int32_t word = 0;
+      KILN_TRY(copyToHost(&word, p_.statusWord_.address(), sizeof word, p_.stream_.get()));
+      KILN_TRY(kernelError(word));
+      if (!go) return {};
+      if (iteration >= options_.maxWhileIterations)
+        return Error(std::string(op.name()) + ": no result after " + std::to_string(options_.maxWhileIterations) +
+                         " iterations (ExecuteOptions::maxWhileIterations)",
+                     op.loc());
+      for (size_t k = 0; k < carried.size(); ++k) {
+        auto arg = address(body.argument(k));
+        if (!arg) return arg.error();
+        KILN_TRY(copy(*arg, carried[k], op.result(k)->type().byteSize(), op));
+      }
+      KILN_TRY(runPlan(*step.regions[1]));
+      for (size_t k = 0; k < carried.size(); ++k) {
+        auto yielded = address(body.terminator()->operand(k));
+        if (!yielded) return yielded.error();
+        KILN_TRY(copy(carried[k], *yielded, op.result(k)->type().byteSize(), op));
+      }
+    }
+  }
+
+  struct Timed {
+    std::string kernel;
+    Event start, end;
+  };
+
+  Program& p_;
+  const ExecuteOptions& options_;
+  std::unordered_map<const Value*, CUdeviceptr> addr_;
+  std::vector<Timed> timed_;
+};
+
+Expected<CUdeviceptr> Program::ownBuffer(const Value* v, std::string_view role) {
+  if (auto it = own_.find(v); it != own_.end()) return it->second.address();
+  // Never 0 bytes: a kernel argument must be a real address even for an empty tensor.
+  auto buffer = allocateDevice(std::max<size_t>(v->type().byteSize(), 1), describe(v, role));
+  if (!buffer) return buffer.error();
+  CUdeviceptr address = buffer->address();
+  own_[v] = std::move(*buffer);
+  return address;
+}
+
+Status Program::checkInputs(const std::vector<TensorType>& types) const {
+  const Function& f = function();
+  std::vector<Value*> params = f.params();
+  if (types.size() != params.size())
+    return Error("@" + f.name() + " takes " + std::to_string(params.size()) + " input" +
+                 (params.size() == 1 ? "" : "s") + ", got " + std::to_string(types.size()));
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (types[i] != params[i]->type()) {
+      std::string name = params[i]->name().empty() ? "" : " (%" + params[i]->name() + ")";
+      return Error("input " + std::to_string(i) + name + ": expected " + params[i]->type().str() + ", got " +
+                   types[i].str());
+    }
+  }
+  return {};
+}
+
+Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vector<CUdeviceptr>& results,
+                        const ExecuteOptions& options) {
+  const Function& f = function();
+  CUstream stream = stream_.get();
+  Run run(*this, options);
+  std::vector<Value*> ps = f.params();
+  for (size_t i = 0; i < ps.size(); ++i) run.bind(ps[i], params[i]);
+  // Results are computed straight into the caller's buffers; a parameter returned as it is is
+  // copied there at the end.
+  const Op& ret = *f.body().terminator();
+  std::vector<std::pair<size_t, const Value*>> passedThrough;
+  for (size_t k = 0; k < ret.numOperands(); ++k) {
+    const Value* v = ret.operand(k);
+    if (v->isBlockArgument()) passedThrough.push_back({k, v});
+    else run.bind(v, results[k]);
+  }
+  auto enqueue = [&]() -> Status {
+    KILN_CU(cuMemsetD8Async, "the kernels' error word", statusWord_.address(), 0, sizeof(int32_t), stream);
+    KILN_TRY(run.runPlan(plan()));
+    for (auto [k, v] : passedThrough) {
+      size_t bytes = v->type().byteSize();
+      size_t index = v->index();
+      if (bytes && results[k] != params[index])
+        KILN_CU(cuMemcpyDtoDAsync, "result " + std::to_string(k), results[k], params[index], bytes, stream);
+    }
+    return {};
+  };
+
+  // The first run with a set of buffers runs eagerly (it allocates the intermediates, which a
+  // capture may not); the second captures a graph, later ones replay it.
+  std::vector<CUdeviceptr> key = params;
+  key.insert(key.end(), results.begin(), results.end());
+  // Timing each kernel needs events between the launches: no graph then.
+  bool useGraph = capturable() && options.cudaGraph && !options.kernelMilliseconds;
+  auto graph = graphs_.find(key);
+  if (useGraph && graph == graphs_.end() && warmedUp_.count(key)) {
+    // Bounded: a caller cycling through many buffer sets must not grow the program without end.
+    if (graphs_.size() >= kMaxGraphs) graphs_.clear(), warmedUp_.clear();
+    auto captured = GraphExec::capture(stream, enqueue);
+    if (!captured) return captured.error();
+    graph = graphs_.emplace(key, std::move(*captured)).first;
+  }
+  std::optional<Event> start, end;
+  if (options.stepMilliseconds) {
+    auto s = Event::create();
+    auto e = Event::create();
+    if (!s) return s.error();
+    if (!e) return e.error();
+    start.emplace(std::move(*s)), end.emplace(std::move(*e));
+    KILN_TRY(start->record(stream));
+  }
+  if (useGraph && graph != graphs_.end()) {
+    KILN_TRY(graph->second.launch(stream));
+  } else {
+    KILN_TRY(enqueue());
+    if (warmedUp_.size() >= 4 * kMaxGraphs) warmedUp_.clear();
+    warmedUp_.insert(std::move(key));
+  }
+  if (end) {
+    KILN_TRY(end->record(stream));
+    auto ms = end->millisecondsSince(*start);
+    if (!ms) return ms.error();
+    *options.stepMilliseconds = *ms;
+  }
+  if (options.kernelMilliseconds) KILN_TRY(run.collectKernelTimes());
+  int32_t word = 0;
+  KILN_TRY(copyToHost(&word, statusWord_.address(), sizeof word, stream));
+  return run.kernelError(word);
+}
+
+Expected<std::vector<Tensor>> Program::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) {
+  std::vector<TensorType> types;
+  for (const Tensor& t : inputs) types.push_back(t.type());
+  KILN_TRY(checkInputs(types));
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_TRY(device_->makeCurrent());
+  const Function& f = function();
+  std::vector<Value*> ps = f.params();
+  std::vector<CUdeviceptr> params, results;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto a = ownBuffer(ps[i], "input");
+    if (!a) return a.error();
+    KILN_TRY(copyToDevice(*a, inputs[i].data(), inputs[i].byteSize(), stream_.get()));
+    params.push_back(*a);
+  }
+  const Op& ret = *f.body().terminator();
+  for (const Value* v : ret.operands()) {
+    auto a = ownBuffer(v, "result");
+    if (!a) return a.error();
+    results.push_back(*a);
+  }
+  KILN_TRY(execute(params, results, options));
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < results.size(); ++k) {
+    Tensor t(ret.operand(k)->type());
+    KILN_TRY(copyToHost(t.data(), results[k], t.byteSize(), stream_.get()));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Expected<std::vector<DeviceTensor>> Program::runOnDevice(const std::vector<DeviceTensor>& inputs,
+                                                 const ExecuteOptions& options) {
+  std::vector<TensorType> types;
+  for (const DeviceTensor& t : inputs) types.push_back(t.type());
+  KILN_TRY(checkInputs(types));
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_TRY(device_->makeCurrent());
+  std::vector<CUdeviceptr> params;
+  for (const DeviceTensor& t : inputs) params.push_back(static_cast<CUdeviceptr>(t.address()));
+  // One new buffer per distinct result value (a value returned twice is one tensor).
+  const Op& ret = *function().body().terminator();
+  std::unordered_map<const Value*, DeviceTensor> fresh;
+  std::vector<DeviceTensor> out;
+  std::vector<CUdeviceptr> results;
+  for (const Value* v : ret.operands()) {
+    auto it = fresh.find(v);
+    if (it == fresh.end()) {
+      auto tensor = DeviceTensor::uninitialized(v->type());
+      if (!tensor) return tensor.error();
+      it = fresh.emplace(v, std::move(*tensor)).first;
+    }
+    out.push_back(it->second);
+    results.push_back(static_cast<CUdeviceptr>(it->second.address()));
+  }
+  KILN_TRY(execute(params, results, options));
+  return out;
+}
+
+}  // namespace kiln::cuda

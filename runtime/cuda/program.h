@@ -1,0 +1,86 @@
+// A function compiled for the GPU: its PTX loaded into the device's context, and the list of
+// thunks (kernel launches, library calls, copies) one run executes in order on the program's
+// stream. A step without host-driven regions (`map` loops the vectorize pass left, `while`) is
+// captured once as a CUDA graph and replayed, so a small step costs one launch.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/compile_cache.h"
+#include "codegen/compile_options.h"
+#include "codegen/cuda_compiler.h"
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/device_memory.h"
+#include "runtime/cuda/graph.h"
+#include "runtime/cuda/module.h"
+#include "runtime/cuda/stream.h"
+#include "runtime/device_tensor.h"
+#include "runtime/executable.h"
+#include "runtime/launch_shape.h"
+
+namespace kiln::cuda {
+
+// A generated kernel, ready to launch.
+struct KernelThunk {
+  const codegen::KernelGroup* group = nullptr;
+  CUfunction function = nullptr;
+  LaunchShape shape;
+};
+
+class Program {
+ public:
+  // Compiles `function` to PTX for the device's architecture (options.gpuArch is replaced by it),
+  // loads it and prepares every kernel's launch. Fails where there is no GPU, with the driver's
+  // message.
+  static Expected<std::unique_ptr<Program>> compile(const Function& function, codegen::CompileOptions options,
+                                                    codegen::CompileCache* cache);
+
+  // Host tensors in, host tensors out: inputs are copied into the program's own device buffers,
+  // results copied back. Runs are serialised (one stream, one set of buffers).
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const ExecuteOptions& options);
+  // Device tensors in and out: no host copies. Results are new device tensors.
+  Expected<std::vector<DeviceTensor>> runOnDevice(const std::vector<DeviceTensor>& inputs,
+                                                  const ExecuteOptions& options);
+
+  const Function& function() const { return *compiled_.optimized.function; }
+  const codegen::BlockPlan& plan() const { return *compiled_.plan; }
+  const std::vector<KernelThunk>& kernels() const { return kernels_; }
+  const Device& device() const { return *device_; }
+  // Whether runs replay a captured CUDA graph (no host-driven regions, not disabled).
+  bool capturable() const { return !hasRegions_; }
+
+ private:
+  class Run;
+  Program(codegen::CudaCompilation compiled, Device* device, Stream stream, LoadedModule module)
+      : compiled_(std::move(compiled)), device_(device), stream_(std::move(stream)), module_(std::move(module)) {}
+
+  // Runs the plan with parameters and results at the given addresses; params/results indexed as
+  // the function's. Replays (or captures) a graph when allowed.
+  Status execute(const std::vector<CUdeviceptr>& params, const std::vector<CUdeviceptr>& results,
+                 const ExecuteOptions& options);
+  Status checkInputs(const std::vector<TensorType>& types) const;
+  // A device buffer that stays with the program (intermediate values, staging for host inputs).
+  Expected<CUdeviceptr> ownBuffer(const Value* v, std::string_view role);
+
+  codegen::CudaCompilation compiled_;
+  Device* device_;
+  Stream stream_;
+  LoadedModule module_;
+  std::vector<KernelThunk> kernels_;
+  std::unordered_map<const codegen::KernelGroup*, const KernelThunk*> kernelOf_;
+  bool hasRegions_ = false;
+  DeviceBuffer statusWord_;
+  std::mutex mutex_;
+  std::unordered_map<const Value*, DeviceBuffer> own_;
+  // Captured graphs by parameter and result addresses, and the address sets seen once.
+  std::map<std::vector<CUdeviceptr>, GraphExec> graphs_;
+  std::set<std::vector<CUdeviceptr>> warmedUp_;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,205 @@
+// The CUDA runtime: launch shapes and library loading everywhere; on a GPU (skipped visibly
+// without one) device tensors, device-resident runs, CUDA graph replay, profiling and the errors
+// for out-of-memory, bad PTX and wrong inputs. Numerics on CUDA are checked by the differential
+// tests (pipeline_differential_test.cpp, tests/unit/codegen/*), which add CUDA where a GPU is.
+#include <gtest/gtest.h>
+
+#include "kiln.h"
+#include "runtime/launch_shape.h"
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/dynamic_library.h"
+#include "runtime/cuda/module.h"
+#include "runtime/cuda/program.h"
+#endif
+
+namespace kiln {
+namespace {
+
+TEST(LaunchShape, OneThreadPerLaneCappedAtOneWave) {
+  EXPECT_EQ(launchShape(0, 1, 132, 8).blocks, 0u);  // nothing to do: no launch
+  EXPECT_EQ(launchShape(1, 1, 132, 8).blocks, 1u);
+  EXPECT_EQ(launchShape(256, 1, 132, 8).blocks, 1u);
+  EXPECT_EQ(launchShape(257, 1, 132, 8).blocks, 2u);
+  // A warp per row: 100 rows of 32 lanes are 3200 threads, 13 blocks of 256.
+  EXPECT_EQ(launchShape(100, 32, 132, 8).blocks, 13u);
+  // 2^30 items would need 4M blocks; one wave of 132 SMs x 8 blocks loops over them instead.
+  LaunchShape big = launchShape(int64_t{1} << 30, 1, 132, 8);
+  EXPECT_EQ(big.blocks, 132u * 8);
+  EXPECT_EQ(big.threadsPerBlock, 256u);
+  // An occupancy of 0 (the calculator failed) still launches.
+  EXPECT_EQ(launchShape(1000, 1, 132, 0).blocks, 4u);
+}
+
+TEST(CudaRuntime, CpuExecutableRefusesDeviceTensors) {
+  auto m = parseModule("func @main(%x: f32[2]) -> f32[2] {\n  %y = neg %x\n  return %y\n}\n", "t.kiln");
+  ASSERT_TRUE(m.ok());
+  auto exe = Executable::compile(*(*m)->entry(), {});
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  auto r = (*exe)->runOnDevice({});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("Target::Cuda"), std::string::npos) << r.error().str();
+}
+
+#if KILN_HAVE_CUDA
+
+TEST(DynamicLibrary, MissingLibraryListsEveryPlaceTried) {
+  auto lib = cuda::DynamicLibrary::open("a test library", {"libkiln-does-not-exist.so.7"}, "install it");
+  ASSERT_FALSE(lib.ok());
+  const std::string& m = lib.error().message();
+  EXPECT_NE(m.find("cannot load a test library; tried:"), std::string::npos) << m;
+  EXPECT_NE(m.find("libkiln-does-not-exist.so.7: "), std::string::npos) << m;
+  EXPECT_NE(m.find("/lib64/libkiln-does-not-exist.so.7"), std::string::npos) << m;  // the toolkit's folder too
+  EXPECT_NE(m.find("\ninstall it"), std::string::npos) << m;
+}
+
+TEST(DynamicLibrary, FindsSymbols) {
+  auto lib = cuda::DynamicLibrary::open("libm", {"libm.so.6"}, "");
+  ASSERT_TRUE(lib.ok()) << lib.error().str();
+  EXPECT_NE(lib->symbol("cos"), nullptr);
+  EXPECT_EQ(lib->symbol("kiln_no_such_symbol"), nullptr);
+}
+
+// Whether this machine runs CUDA; the reason is printed where it does not.
+TEST(CudaBackend, Present) {
+  auto device = cuda::Device::get();
+  if (!device) GTEST_SKIP() << "no GPU here, CUDA runtime tests and CUDA halves of the differential tests skipped: "
+                            << device.error().message();
+  std::cout << "running on " << (*device)->describe() << "\n";
+}
+
+class CudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto device = cuda::Device::get();
+    if (!device) GTEST_SKIP() << "no GPU: " << device.error().message();
+  }
+  std::unique_ptr<Executable> compile(const std::string& text) {
+    auto m = parseModule(text, "t.kiln");
+    EXPECT_TRUE(m.ok()) << m.error().str();
+    module_ = std::move(*m);
+    codegen::CompileOptions options;
+    options.target = codegen::Target::Cuda;
+    auto exe = Executable::compile(*module_->entry(), options);
+    EXPECT_TRUE(exe.ok()) << exe.error().str();
+    return exe.ok() ? std::move(*exe) : nullptr;
+  }
+  std::unique_ptr<Module> module_;
+};
+
+constexpr const char* kSoftmax = R"(func @main(%x: f32[64,1000], %b: f32[1000]) -> f32[64,1000] {
+  %y = add %x, %b
+  %s = softmax %y {axis = 1}
+  return %s
+}
+)";
+
+TEST_F(CudaTest, DeviceTensorsRoundTrip) {
+  Tensor host = randomTensor({DType::F32, {3, 1000}}, 5);
+  auto d = DeviceTensor::upload(host);
+  ASSERT_TRUE(d.ok()) << d.error().str();
+  EXPECT_NE(d->address(), 0u);
+  auto back = d->download();
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(*back, host);
+  auto z = DeviceTensor::zeros({DType::I32, {5}});
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(*z->download(), Tensor(TensorType{DType::I32, {5}}));
+}
+
+TEST_F(CudaTest, DeviceRunsMatchHostRunsAndChain) {
+  auto exe = compile(kSoftmax);
+  ASSERT_TRUE(exe);
+  std::vector<Tensor> inputs = randomInputs(exe->function(), 3);
+  auto host = exe->run(inputs);
+  ASSERT_TRUE(host.ok()) << host.error().str();
+  std::vector<DeviceTensor> onDevice;
+  for (const Tensor& t : inputs) onDevice.push_back(*DeviceTensor::upload(t));
+  auto device = exe->runOnDevice(onDevice);
+  ASSERT_TRUE(device.ok()) << device.error().str();
+  ASSERT_EQ(device->size(), 1u);
+  EXPECT_EQ(*(*device)[0].download(), (*host)[0]);
+  // A result feeds the next run without leaving the GPU.
+  auto again = exe->runOnDevice({(*device)[0], onDevice[1]});
+  ASSERT_TRUE(again.ok()) << again.error().str();
+  auto want = exe->run({(*host)[0], inputs[1]});
+  EXPECT_EQ(*(*again)[0].download(), (*want)[0]);
+}
+
+// The third run replays a captured graph; it must see each run's new input values.
+TEST_F(CudaTest, GraphReplaySeesNewInputs) {
+  auto exe = compile(kSoftmax);
+  ASSERT_TRUE(exe);
+  ASSERT_TRUE(exe->cudaProgram()->capturable());
+  ExecuteOptions eager;
+  eager.cudaGraph = false;
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    std::vector<Tensor> inputs = randomInputs(exe->function(), seed);
+    auto graphed = exe->run(inputs);
+    auto plain = exe->run(inputs, eager);
+    ASSERT_TRUE(graphed.ok()) << graphed.error().str();
+    ASSERT_TRUE(plain.ok()) << plain.error().str();
+    EXPECT_EQ((*graphed)[0], (*plain)[0]) << "seed " << seed;
+  }
+}
+
+TEST_F(CudaTest, ProfilingTimesEveryKernelAndTheStep) {
+  auto exe = compile(kSoftmax);
+  ASSERT_TRUE(exe);
+  std::map<std::string, double> kernels;
+  double step = -1;
+  ExecuteOptions options;
+  options.kernelMilliseconds = &kernels;
+  options.stepMilliseconds = &step;
+  ASSERT_TRUE(exe->run(randomInputs(exe->function(), 0), options).ok());
+  EXPECT_GT(step, 0);
+  for (const std::string& name : exe->kernelNames()) EXPECT_GT(kernels[name], 0) << name;
+}
+
+TEST_F(CudaTest, WrongInputsAreRefused) {
+  auto exe = compile(kSoftmax);
+  ASSERT_TRUE(exe);
+  auto r = exe->run({Tensor(TensorType{DType::F32, {64, 1000}})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "@main takes 2 inputs, got 1");
+  auto t = exe->run({Tensor(TensorType{DType::F32, {64, 1000}}), Tensor(TensorType{DType::F16, {1000}})});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().message(), "input 1 (%b): expected f32[1000], got f16[1000]");
+}
+
+TEST_F(CudaTest, OutOfMemoryIsAClearError) {
+  auto huge = DeviceTensor::zeros({DType::F32, {int64_t{1} << 42}});  // 16 TiB
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.error().message().find("out of GPU memory"), std::string::npos) << huge.error().str();
+}
+
+TEST_F(CudaTest, BadPtxShowsTheJitLog) {
+  auto module = cuda::LoadedModule::load(".version 8.0\n.target sm_80\n.address_size 64\nthis is not ptx\n", "@broken");
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.error().message().find("could not load the PTX of @broken"), std::string::npos)
+      << module.error().str();
+}
+
+TEST_F(CudaTest, KernelErrorsNameTheOp) {
+  auto exe = compile(R"(func @main(%t: f32[5,3], %i: i32[2]) -> f32[2,3] {
+  %g = gather %t, %i {axis = 0}
+  return %g
+}
+)");
+  ASSERT_TRUE(exe);
+  Tensor table(TensorType{DType::F32, {5, 3}}), index(TensorType{DType::I32, {2}});
+  index.setInt(1, 7);
+  auto r = exe->run({table, index});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("gather"), std::string::npos) << r.error().str();
+  EXPECT_EQ(r.error().loc().line, 2);
+  // The error word is reset: the next good run succeeds.
+  index.setInt(1, 4);
+  EXPECT_TRUE(exe->run({table, index}).ok());
+}
+
+#endif
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,282 @@
+// `kiln bench`: times a compiled step (each kernel and the whole step) and quotes its bandwidth as
+// a fraction of the copy bandwidth measured in the same run.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "codegen/kernel_report.h"
+#include "runtime/copy_bandwidth.h"
+#include "runtime/executable.h"
+#include "runtime/memory_check.h"
+#include "tools/cli.h"
+#include "tools/inputs.h"
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/context.h"
+#include "runtime/cuda/program.h"
+#endif
+
+namespace kiln::cli {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Floating-point operations of the ops that dominate compute (matmul and conv2d: 2 per
+// multiply-add); elementwise work is memory-bound and quoted in GB/s instead.
+double flopsOf(const codegen::KernelGroup& group) {
+  double flops = 0;
+  for (const Op* op : group.ops) {
+    double outputs = static_cast<double>(op->result(0)->type().numElements());
+    if (op->kind() == OpKind::Matmul) {
+      const Shape& a = op->operand(0)->type().shape;
+      flops += 2 * outputs * static_cast<double>(a.back());
+    } else if (op->kind() == OpKind::Conv2d) {
+      const Shape& w = op->operand(1)->type().shape;
+      flops += 2 * outputs * static_cast<double>(w[1] * w[2] * w[3]);
+    }
+  }
+  return flops;
+}
+
+struct Row {
+  std::string kernel, layout;
+  double ms = 0, gbps = 0, tflops = 0;
+  bool perIteration = false;  // inside a map/while body: time summed over iterations, no bandwidth
+};
+
+std::string device(Backend backend) {
+#if KILN_HAVE_CUDA
+  if (backend == Backend::Cuda) {
+    auto d = cuda::Device::get();
+    if (d) return (*d)->describe();
+  }
+#endif
+  (void)backend;
+  return fmt::format("host CPU ({} threads)", std::thread::hardware_concurrency());
+}
+
+std::string jsonEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+int run(const Command& c, const Args& args) {
+  if (args.positional.size() != 1)
+    return usageError(c, args.positional.empty() ? "missing FILE" : "expected one FILE, got " + std::to_string(args.positional.size()));
+  Backend requested = Backend::Auto;
+  if (auto name = args.get("--backend")) {
+    auto b = parseBackend(*name);
+    if (!b || *b == Backend::Interp) return usageError(c, "unknown backend '" + *name + "' (expected cpu, cuda or auto)");
+    requested = *b;
+  }
+  int warmup = 5, reps = 50;
+  uint64_t seed = 0;
+  if (auto s = args.get("--reps")) {
+    auto v = parseInteger<int>(*s);
+    if (!v || *v == 0) return usageError(c, "--reps takes a positive integer, got '" + *s + "'");
+    reps = *v;
+  }
+  if (auto s = args.get("--warmup")) {
+    auto v = parseInteger<int>(*s);
+    if (!v) return usageError(c, "--warmup takes a non-negative integer, got '" + *s + "'");
+    warmup = *v;
+  }
+  if (auto s = args.get("--seed")) {
+    auto v = parseInteger<uint64_t>(*s);
+    if (!v) return usageError(c, "--seed takes a non-negative integer, got '" + *s + "'");
+    seed = *v;
+  }
+  codegen::CompileOptions compileOptions;
+  if (!parseDisabledPasses(c, args, compileOptions.disabledPasses)) return kExitUsage;
+  bool json = args.has("--json");
+  auto backend = resolveBackend(requested);
+  if (!backend) {
+    reportError(backend.error());
+    return kExitError;
+  }
+  auto loaded = loadEntry(args);
+  if (!loaded) {
+    reportError(loaded.error());
+    return kExitError;
+  }
+  const Function& f = *loaded->entry;
+  if (Status s = checkTensorsFit(f, hostMemoryBytes()); !s) {
+    reportError(s.error());
+    return kExitError;
+  }
+  std::vector<std::string> sources;
+  auto inputs = programInputs(c, args, f, seed, sources);
+  if (!inputs) return kExitError;
+
+  compileOptions.target = *backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
+  auto exe = Executable::compile(f, compileOptions);
+  if (!exe) {
+    reportError(exe.error());
+    return kExitError;
+  }
+
+  // The step as a whole: CUDA keeps inputs on the device and replays its graph; the CPU runs on
+  // host tensors. Either way the time excludes copying inputs in and results out.
+  std::vector<double> stepMs;
+  std::map<std::string, std::vector<double>> kernelMs;
+  std::function<Status(ExecuteOptions)> timeStep = [&](ExecuteOptions options) -> Status {
+    auto result = (*exe)->run(*inputs, options);
+    if (!result) return result.error();
+    return {};
+  };
+#if KILN_HAVE_CUDA
+  std::vector<DeviceTensor> deviceInputs;
+  if (*backend == Backend::Cuda) {
+    for (const Tensor& t : *inputs) {
+      auto d = DeviceTensor::upload(t);
+      if (!d) {
+        reportError(d.error());
+        return kExitError;
+      }
+      deviceInputs.push_back(std::move(*d));
+    }
+    timeStep = [&](ExecuteOptions options) -> Status {
+      auto result = (*exe)->runOnDevice(deviceInputs, options);
+      if (!result) return result.error();
+      return {};
+    };
+  }
+#endif
+  for (int r = 0; r < warmup + reps; ++r) {
+    double ms = 0;
+    ExecuteOptions options;
+    options.stepMilliseconds = &ms;
+    if (Status s = timeStep(options); !s) {
+      reportError(s.error());
+      return kExitError;
+    }
+    if (r >= warmup) stepMs.push_back(ms);
+  }
+  // Each kernel on its own: events (or the wall clock) around every launch.
+  for (int r = 0; r < warmup + reps; ++r) {
+    std::map<std::string, double> times;
+    ExecuteOptions options;
+    options.kernelMilliseconds = &times;
+    if (Status s = timeStep(options); !s) {
+      reportError(s.error());
+      return kExitError;
+    }
+    if (r >= warmup)
+      for (auto& [name, ms] : times) kernelMs[name].push_back(ms);
+  }
+
+  // The baseline: a copy at least as big as the step's largest kernel moves, and 256 MiB at least.
+  std::vector<codegen::KernelReport> kernels = codegen::reportKernels((*exe)->plan());
+  uint64_t stepBytes = 0, largest = 0;
+  for (const codegen::KernelReport& k : kernels) {
+    if (!k.region.empty()) continue;
+    stepBytes += k.bytesRead + k.bytesWritten;
+    largest = std::max(largest, (k.bytesRead + k.bytesWritten) / 2);
+  }
+  auto copy = measureCopyBandwidth(*backend, std::max<uint64_t>(largest, 256u << 20), std::max(reps, 10));
+  if (!copy) {
+    reportError(copy.error());
+    return kExitError;
+  }
+
+  std::map<std::string, double> flops;
+  for (const codegen::KernelGroup* g : (*exe)->plan().allGroups()) flops[g->name] = flopsOf(*g);
+  std::vector<Row> rows;
+  double stepFlops = 0;
+  for (const codegen::KernelReport& k : kernels) {
+    Row row{k.name, k.layout};
+    row.perIteration = !k.region.empty();
+    row.ms = median(kernelMs[k.name]);
+    if (!row.perIteration && row.ms > 0) {
+      row.gbps = static_cast<double>(k.bytesRead + k.bytesWritten) / (row.ms * 1e6);
+      row.tflops = flops[k.name] / (row.ms * 1e9);
+      stepFlops += flops[k.name];
+    }
+    rows.push_back(row);
+  }
+  double step = median(stepMs);
+  Row total{"total", fmt::format("{} kernel{}", kernels.size(), kernels.size() == 1 ? "" : "s")};
+  total.ms = step;
+  total.gbps = step > 0 ? static_cast<double>(stepBytes) / (step * 1e6) : 0;
+  total.tflops = step > 0 ? stepFlops / (step * 1e9) : 0;
+
+  std::string caseName = std::filesystem::path(args.positional[0]).stem().string();
+  std::string deviceName = device(*backend);
+  auto percent = [&](double gbps) { return copy->gbps > 0 ? 100 * gbps / copy->gbps : 0; };
+  if (json) {
+    for (const Row* r : [&] {
+           std::vector<const Row*> all;
+           for (const Row& row : rows) all.push_back(&row);
+           all.push_back(&total);
+           return all;
+         }()) {
+      fmt::print(
+          "{{\"case\": \"{}\", \"kernel\": \"{}\", \"layout\": \"{}\", \"median_ms\": {:.6f}, \"gbps\": {:.2f}, "
+          "\"tflops\": {:.3f}, \"copy_gbps\": {:.2f}, \"pct_of_copy\": {:.1f}, \"per_iteration\": {}, "
+          "\"backend\": \"{}\", \"device\": \"{}\"}}\n",
+          jsonEscape(caseName), jsonEscape(r->kernel), jsonEscape(r->layout), r->ms, r->gbps, r->tflops, copy->gbps,
+          percent(r->gbps), r->perIteration ? "true" : "false", backendName(*backend), jsonEscape(deviceName));
+    }
+    return kExitOk;
+  }
+  fmt::print("@{} on {}: {}\n", f.name(), backendName(*backend), deviceName);
+  fmt::print("copy bandwidth: {:.1f} GB/s ({}, {} MiB, median of {})\n", copy->gbps, copy->how, copy->bytes >> 20,
+             std::max(reps, 10));
+  fmt::print("{:<28} {:<28} {:>11} {:>9} {:>7} {:>8}\n", "kernel", "layout", "median", "GB/s", "% copy", "TFLOP/s");
+  auto printRow = [&](const Row& r) {
+    std::string gbps = r.perIteration ? "-" : fmt::format("{:.1f}", r.gbps);
+    std::string pct = r.perIteration ? "-" : fmt::format("{:.1f}%", percent(r.gbps));
+    std::string tflops = r.tflops > 0 ? fmt::format("{:.2f}", r.tflops) : "-";
+    fmt::print("{:<28} {:<28} {:>8.4f} ms {:>9} {:>7} {:>8}\n", r.kernel, r.layout, r.ms, gbps, pct, tflops);
+  };
+  for (const Row& r : rows) printRow(r);
+  printRow(total);
+  bool graph = false;
+#if KILN_HAVE_CUDA
+  if (cuda::Program* p = (*exe)->cudaProgram()) graph = p->capturable();
+#endif
+  fmt::print("median of {} runs after {} warm-up{}; kernels in a map/while body: time summed over iterations\n", reps,
+             warmup, graph ? "; the step replays a CUDA graph, the kernels are timed without it" : "");
+  return kExitOk;
+}
+
+}  // namespace
+
+Command benchCommand() {
+  Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
+            "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH.npy]...\n"
+            "                [--seed N] [--json] [--disable-passes LIST]",
+            "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
+            "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
+            "the median time of the whole step and of each kernel, the bytes each moves per second\n"
+            "(inputs read once, outputs written once) as GB/s and as a percentage of the copy bandwidth\n"
+            "measured in the same run (CUDA: a device-to-device copy; CPU: memcpy on all cores), and\n"
+            "TFLOP/s for matmul and convolution. On CUDA the step is timed with events, with its inputs\n"
+            "already on the GPU and as a replayed CUDA graph where it has no host-driven loop; each\n"
+            "kernel is timed with events around its launch. --json prints one JSON object per kernel\n"
+            "and one for the step (\"kernel\": \"total\"), the format bench/compare.py reads.",
+            {{"--entry", "NAME", "function to run (default @main, else the first)"},
+             {"--backend", "NAME", "cpu, cuda or auto (default auto)"},
+             {"--reps", "N", "timed runs (default 50)"},
+             {"--warmup", "N", "untimed runs first (default 5)"},
+             {"--input", "NAME=PATH", "take parameter %NAME from a .npy file", true},
+             {"--seed", "N", "seed for the random inputs (default 0)"},
+             {"--json", "", "one JSON line per kernel and for the step"},
+             disablePassesFlag()},
+            nullptr};
+  c.run = [c](const Args& args) { return run(c, args); };
+  return c;
+}
+
+}  // namespace kiln::cli
