@@ -9,7 +9,10 @@ namespace kiln {
 
 Executable::Executable(std::unique_ptr<Module> module, const Function* function,
                        std::unique_ptr<codegen::BlockPlan> plan)
-    : module_(std::move(module)), function_(function), plan_(std::move(plan)) {}
+    : module_(std::move(module)),
+      function_(function),
+      plan_(std::move(plan)),
+      bufferPlan_(BufferPlan::build(*function_, *plan_)) {}
 
 Executable::~Executable() = default;
 
