@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <unordered_map>
@@ -146,6 +147,26 @@ INSTANTIATE_TEST_SUITE_P(Examples, BufferPlanExamples, ::testing::ValuesIn(examp
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return std::filesystem::path(info.param).stem().string();
                          });
+
+// The figures docs/runtime.md quotes (printed, not asserted: they follow the passes).
+TEST(BufferPlanFigures, ArenaVersusOneBufferPerValue) {
+  std::printf("| graph | pipeline | values | one buffer each | arena | saved |\n|---|---|---:|---:|---:|---:|\n");
+  for (const std::string& file : exampleFiles()) {
+    auto module = parseFile(file);
+    ASSERT_TRUE(module.ok()) << module.error().str();
+    for (bool passes : {true, false}) {
+      codegen::CompileOptions options;
+      if (!passes) options.disabledPasses = {"all"};
+      auto optimized = codegen::optimizeFunction(*(*module)->entry(), options);
+      ASSERT_TRUE(optimized.ok()) << optimized.error().str();
+      BufferPlan plan = BufferPlan::build(*optimized->function, *codegen::planFunction(*optimized->function));
+      size_t sum = plan.unsharedBytes(), arena = plan.arenaBytes();
+      std::printf("| %s | %s | %zu | %zu | %zu | %s |\n", std::filesystem::path(file).stem().c_str(),
+                  passes ? "default" : "none", plan.offsets().size(), sum, arena,
+                  sum ? (std::to_string((sum - arena) * 100 / sum) + "%").c_str() : "-");
+    }
+  }
+}
 
 // x -> a -> b -> c -> d, one kernel each: a and c can share (a is last read where b is made),
 // b never shares with a or c (each kernel's input and output are live together).
