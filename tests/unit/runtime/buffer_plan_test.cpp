@@ -32,19 +32,20 @@ std::unique_ptr<Module> parse(const std::string& source) {
   return m.ok() ? std::move(*m) : nullptr;
 }
 
+// The op of `plan.block` that `step` runs: the region op, the fusion op, or the lone op.
+const Op* opOf(const codegen::BlockPlan& plan, const codegen::Step& step) {
+  if (step.kind == codegen::Step::Kind::Region) return step.region.op;
+  const codegen::KernelGroup& group = plan.groups[static_cast<size_t>(step.group)];
+  return group.fusion ? group.fusion : group.ops[0];
+}
+
 // The step of `plan` that runs `op` (an op of plan.block or nested in one of its ops); the
 // block's terminator is steps.size(): the host reads the yielded values after the last step.
 int stepOf(const codegen::BlockPlan& plan, const Op* op) {
   while (op->parentBlock() != plan.block) op = op->parentBlock()->parentOp();
   if (op == plan.block->terminator()) return static_cast<int>(plan.steps.size());
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const codegen::Step& step = plan.steps[i];
-    if (step.kind == codegen::Step::Kind::Region ? step.region.op == op : [&] {
-          const codegen::KernelGroup& g = plan.groups[static_cast<size_t>(step.group)];
-          return g.fusion ? g.fusion == op : g.ops[0] == op;
-        }())
-      return static_cast<int>(i);
-  }
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (opOf(plan, plan.steps[i]) == op) return static_cast<int>(i);
   ADD_FAILURE() << "op " << op->name() << " is in no step";
   return -1;
 }
