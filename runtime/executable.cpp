@@ -12,7 +12,10 @@ namespace kiln {
 
 Executable::Executable(std::unique_ptr<Module> module, const Function* function,
                        std::unique_ptr<codegen::BlockPlan> plan)
-    : module_(std::move(module)), function_(function), plan_(std::move(plan)) {}
+    : module_(std::move(module)),
+      function_(function),
+      plan_(std::move(plan)),
+      bufferPlan_(BufferPlan::build(*function_, *plan_)) {}
 
 #if KILN_HAVE_CUDA
 Executable::Executable(std::unique_ptr<cuda::Program> program)

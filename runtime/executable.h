@@ -16,6 +16,7 @@
 #include "codegen/kernel_plan.h"
 #include "ir/ir.h"
 #include "ir/tensor.h"
+#include "runtime/buffer_plan.h"
 #include "runtime/device_tensor.h"
 
 namespace kiln {
@@ -43,8 +44,8 @@ struct ExecuteOptions {
 
 // The Executable compiles and owns an optimised copy of the Function it is given (its plan names
 // the copy's ops and values); the caller's Function is never changed and need not outlive it.
-// run() may be called any number of times, also from several threads at once (each call has its
-// own buffers).
+// run() may be called any number of times, also from several threads at once (each call allocates
+// its own arena, laid out by bufferPlan()).
 class Executable {
  public:
   // Runs the pass pipeline on a copy of `function` (all of passes::defaultPipeline() minus
@@ -81,6 +82,8 @@ class Executable {
   const codegen::BlockPlan& plan() const;
   // The kernels, in the order the plan runs them (nested regions depth first).
   std::vector<std::string> kernelNames() const;
+  // Where each intermediate value lives in a run's one arena (computed once, at compile time).
+  const BufferPlan& bufferPlan() const { return bufferPlan_; }
 
  private:
   friend class ExecutionContext;
@@ -90,6 +93,7 @@ class Executable {
   std::unique_ptr<Module> module_;  // owns function_; declared first so the plan dies before it
   const Function* function_;
   std::unique_ptr<codegen::BlockPlan> plan_;
+  BufferPlan bufferPlan_;  // of plan_
   std::unique_ptr<codegen::CpuJit> jit_;
   std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;
   std::vector<codegen::KernelError> errors_;

@@ -1,11 +1,12 @@
-// Executable::run: one host buffer per value, kernels split over the thread pool, and the host
-// loops that drive `map` and `while` over the plans of their regions.
+// Executable::run: one arena per run laid out by the Executable's BufferPlan, kernels split over
+// the thread pool, and the host loops that drive `map` and `while` over the plans of their regions.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/interp/interpreter.h"
 #include "runtime/executable.h"
@@ -21,6 +22,10 @@ namespace {
 struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };
+
+// Kernels assume 16-byte aligned buffers (vector loads and stores, codegen/element_emitter.cpp);
+// results are written straight into the caller's Tensors, whose bytes come from operator new.
+static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16, "result tensors must be 16-byte aligned");
 
 // Roughly how many scalar operations one output element of the group costs, so that cheap
 // elementwise kernels run in big chunks (or inline when small) and a matmul with few outputs is
@@ -85,11 +90,19 @@ size_t rowBytes(const TensorType& t) {
 
 }  // namespace
 
-// The state of one run: every value's buffer. Buffers of region values are allocated on first
-// use and reused by later iterations; `map` parameters borrow slices of their operands.
+// The state of one run: its arena (every intermediate value at its BufferPlan offset, region
+// values reused by every iteration), the result tensors kernels write into directly, and the
+// values that borrow memory (parameters, `map` slices of their operands, `while` cond arguments).
 class ExecutionContext {
  public:
-  ExecutionContext(const Executable& exe, const ExecuteOptions& options) : exe_(exe), options_(options) {}
+  ExecutionContext(const Executable& exe, const ExecuteOptions& options) : exe_(exe), options_(options) {
+    const BufferPlan& plan = exe.bufferPlan_;
+    // Never null, even when nothing is planned: empty values still get an address.
+    size_t bytes = std::max(plan.arenaBytes(), plan.alignment());
+    arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(plan.alignment(), bytes)));
+    KILN_INTERNAL_CHECK(arena_, "cpu backend: out of memory for a " + std::to_string(bytes) + "-byte arena");
+    for (const Value* v : plan.resultValues()) results_.emplace(v, Tensor(v->type()));
+  }
 
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) {
     const Function& f = *exe_.function_;
@@ -110,7 +123,15 @@ class ExecutionContext {
     KILN_TRY(runPlan(*exe_.plan_));
     if (options_.stepMilliseconds) *options_.stepMilliseconds = millisecondsSince(start);
     std::vector<Tensor> results;
+    std::unordered_set<const Value*> handedOver;
     for (const Value* v : f.body().terminator()->operands()) {
+      // A result's first occurrence hands over the tensor the kernels wrote; a returned
+      // parameter, or a value returned twice, is copied.
+      if (auto it = results_.find(v); it != results_.end() && !handedOver.count(v)) {
+        handedOver.insert(v);
+        results.push_back(std::move(it->second));
+        continue;
+      }
       Tensor t(v->type());
       if (t.byteSize()) std::memcpy(t.data(), buffer(v), t.byteSize());
       results.push_back(std::move(t));
@@ -124,17 +145,18 @@ class ExecutionContext {
     KILN_INTERNAL_CHECK(it != buffers_.end(), "cpu backend: a value is read before it is computed");
     return it->second;
   }
-  // The value's own buffer, allocated once (64-byte aligned, never null, even when empty).
+  // The memory a step writes `v` into: its place in the arena, or the result tensor (never null,
+  // even when empty).
   uint8_t* allocate(const Value* v) {
-    if (auto it = owned_.find(v); it != owned_.end()) return buffers_[v] = it->second.get();
-    size_t bytes = (std::max<size_t>(v->type().byteSize(), 1) + 63) / 64 * 64;
-    auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
-    KILN_INTERNAL_CHECK(p, "cpu backend: out of memory");
-    owned_[v].reset(p);
-    return buffers_[v] = p;
+    const BufferPlan& plan = exe_.bufferPlan_;
+    if (plan.has(v)) return buffers_[v] = arena_.get() + plan.offset(v);
+    auto it = results_.find(v);
+    KILN_INTERNAL_CHECK(it != results_.end(), "cpu backend: the buffer plan has no place for a value");
+    borrow(v, static_cast<const uint8_t*>(it->second.data()));
+    return buffers_[v];
   }
   void borrow(const Value* v, const uint8_t* data) {
-    static uint8_t empty[64];
+    alignas(64) static uint8_t empty[64];
     buffers_[v] = const_cast<uint8_t*>(data ? data : empty);
   }
 
@@ -232,8 +254,9 @@ class ExecutionContext {
   const Executable& exe_;
   codegen::CpuTarget cpuTarget_;  // asked how the kernels split their work into items
   const ExecuteOptions& options_;
+  std::unique_ptr<uint8_t, FreeDeleter> arena_;
+  std::unordered_map<const Value*, Tensor> results_;  // the function's results, by value
   std::unordered_map<const Value*, uint8_t*> buffers_;
-  std::unordered_map<const Value*, std::unique_ptr<uint8_t, FreeDeleter>> owned_;
 };
 
 Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) const {
