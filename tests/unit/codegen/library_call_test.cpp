@@ -180,6 +180,20 @@ TEST(SelectLibraryCall, BiasAndReluBecomeTheEpilogue) {
   EXPECT_EQ(n.bias, q.bufferOf("b"));
 }
 
+// A reshape moves no data: a bias reshaped inside the kernel is still the parameter's buffer.
+TEST(SelectLibraryCall, BiasReshapedInTheKernelIsItsBuffer) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16], %b: f32[16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %b2 = reshape %b {shape = [1, 16]}
+  %a = add %h, %b2
+  %y = relu %a
+  return %y
+})");
+  MatmulCall m = expectMatmul(p.call());
+  EXPECT_EQ(m.epilogue, MatmulEpilogue::BiasRelu);
+  EXPECT_EQ(m.bias, p.bufferOf("b"));
+}
+
 TEST(SelectLibraryCall, TanhGeluMapsAndErfGeluDoesNot) {
   auto tanh = planned(R"(func @main(%x: f16[8,64], %w: f16[64,16], %b: f16[16]) -> f16[8,16] {
   %h = matmul %x, %w
