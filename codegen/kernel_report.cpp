@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codegen/library_call.h"
 #include "codegen/optimize.h"
 
 namespace kiln::codegen {
@@ -25,10 +26,18 @@ uint64_t bytesOf(const std::vector<const Value*>& values) {
   return bytes;
 }
 
-KernelReport reportKernel(const KernelGroup& group, const std::string& region) {
+KernelReport reportKernel(const KernelGroup& group, const std::string& region, Target target) {
   KernelReport r;
   r.name = group.name;
   r.layout = layoutText(group);
+  // On the GPU a library kernel runs as a cuBLASLt/cuDNN call when it can; its generated kernel
+  // stays the fallback (for no algorithm at run time), so both are named.
+  if (target == Target::Cuda && hasLibraryOp(group)) {
+    LibraryCall call = selectLibraryCall(group);
+    r.libraryCall = describeLibraryCall(call);
+    r.layout = std::holds_alternative<GeneratedKernel>(call) ? r.layout + "; " + r.libraryCall
+                                                             : r.libraryCall + "; fallback " + r.layout;
+  }
   r.region = region;
   for (const Op* op : group.ops) r.ops.push_back({std::string(op->name()), op->loc()});
   r.bytesRead = bytesOf(group.inputs);
@@ -36,10 +45,10 @@ KernelReport reportKernel(const KernelGroup& group, const std::string& region) {
   return r;
 }
 
-void reportBlock(const BlockPlan& plan, const std::string& region, std::vector<KernelReport>& out) {
+void reportBlock(const BlockPlan& plan, const std::string& region, Target target, std::vector<KernelReport>& out) {
   for (const Step& step : plan.steps) {
     if (step.kind == Step::Kind::Kernel) {
-      out.push_back(reportKernel(plan.groups[static_cast<size_t>(step.group)], region));
+      out.push_back(reportKernel(plan.groups[static_cast<size_t>(step.group)], region, target));
       continue;
     }
     const Op& op = *step.region.op;
@@ -48,7 +57,7 @@ void reportBlock(const BlockPlan& plan, const std::string& region, std::vector<K
     for (size_t i = 0; i < step.region.regions.size(); ++i) {
       std::string part = op.kind() == OpKind::While && i < 2 ? whileParts[i] : "body";
       std::string inner = std::string(op.name()) + " " + part + " at " + locationText(op.loc());
-      reportBlock(*step.region.regions[i], region.empty() ? inner : inner + ", in " + region, out);
+      reportBlock(*step.region.regions[i], region.empty() ? inner : inner + ", in " + region, target, out);
     }
   }
 }
@@ -61,9 +70,9 @@ std::string locationText(const SourceLoc& loc) {
          std::to_string(loc.col);
 }
 
-std::vector<KernelReport> reportKernels(const BlockPlan& plan) {
+std::vector<KernelReport> reportKernels(const BlockPlan& plan, Target target) {
   std::vector<KernelReport> out;
-  reportBlock(plan, "", out);
+  reportBlock(plan, "", target, out);
   return out;
 }
 
@@ -71,7 +80,7 @@ Expected<PlanReport> reportPlan(const Function& function, const CompileOptions& 
   auto optimized = optimizeFunction(function, options);
   if (!optimized) return optimized.error();
   PlanReport report;
-  report.kernels = reportKernels(*planFunction(*optimized->function));
+  report.kernels = reportKernels(*planFunction(*optimized->function), options.target);
   report.remarks = std::move(optimized->remarks);
   for (const KernelReport& k : report.kernels) {
     report.bytesRead += k.bytesRead;

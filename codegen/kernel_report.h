@@ -20,7 +20,11 @@ struct KernelOpInfo {
 
 struct KernelReport {
   std::string name;    // "k3_row_reduce_max"
-  std::string layout;  // "loop [32,128]", "loop [32,128] + [128]", "row [16] x [100]"
+  std::string layout;  // "loop [32,128]", "loop [32,128] + [128]", "row [16] x [100]"; for cuda, a
+                       // library kernel's layout says what runs it (see libraryCall)
+  // For the cuda target, a kernel with a matmul or conv2d: describeLibraryCall's text,
+  // "cuBLASLt matmul (epilogue bias+relu)" or "generated kernel: <reason>". Empty otherwise.
+  std::string libraryCall;
   std::string region;  // "" at top level, else "map body at f.kiln:3:8" (per iteration)
   std::vector<KernelOpInfo> ops;
   // One launch: the byte sizes of its inputs (each counted once, however often it is read) and of
@@ -29,8 +33,8 @@ struct KernelReport {
 };
 
 // Every kernel of `plan` in the order the plan runs them, kernels of nested map/while plans at the
-// place of their region op.
-std::vector<KernelReport> reportKernels(const BlockPlan& plan);
+// place of their region op. For Target::Cuda, library kernels say which library call runs them.
+std::vector<KernelReport> reportKernels(const BlockPlan& plan, Target target = Target::Cpu);
 
 // A function through the pass pipeline and the planner, summarised.
 struct PlanReport {

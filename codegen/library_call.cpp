@@ -1,0 +1,323 @@
+// selectLibraryCall: match a kernel group against what cuBLASLt and cuDNN compute in one call.
+// Everything the library cannot do exactly as the IR says sends the whole group to the generated
+// kernel, with the reason; the library never computes part of a group (one call or one kernel
+// per group keeps the runtime's thunk list and its fallback simple).
+#include "codegen/library_call.h"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <unordered_set>
+
+#include "codegen/epilogue_match.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+bool isLibraryOp(const Op& op) { return op.info().cls == OpClass::Library; }
+
+// The group buffer holding `v`: its index among the inputs, looking through reshapes inside the
+// group (a reshape moves no data, so it reads the same row-major buffer). -1 when the group
+// computes the value.
+int bufferOf(const KernelGroup& group, const Value* v) {
+  while (v->definingOp() && v->definingOp()->kind() == OpKind::Reshape &&
+         std::find(group.ops.begin(), group.ops.end(), v->definingOp()) != group.ops.end())
+    v = v->definingOp()->operand(0);
+  auto it = std::find(group.inputs.begin(), group.inputs.end(), v);
+  return it == group.inputs.end() ? -1 : static_cast<int>(it - group.inputs.begin());
+}
+
+std::string valueText(const Value* v) { return "%" + v->name() + " : " + v->type().str(); }
+
+// The group's ops that read the hero's result, directly or through each other, in program order.
+std::vector<const Op*> downstreamOf(const KernelGroup& group, const Op& hero) {
+  std::vector<const Op*> ops;
+  std::unordered_set<const Value*> downstream{hero.result()};
+  for (const Op* op : group.ops) {
+    if (op == &hero) continue;
+    if (std::none_of(op->operands().begin(), op->operands().end(), [&](const Value* v) { return downstream.count(v) > 0; }))
+      continue;  // computes an operand of the epilogue (a reshaped bias), judged where it is used
+    ops.push_back(op);
+    downstream.insert(op->result());
+  }
+  return ops;
+}
+
+std::string opNames(const std::vector<const Op*>& ops) {
+  std::string text;
+  for (const Op* op : ops) text += (text.empty() ? "" : ",") + std::string(op->name());
+  return text;
+}
+
+// Whether every operand of `ops` is `x`, a result of `ops` or a constant: a function of x alone.
+bool readsOnly(const std::vector<const Op*>& ops, const Value* x) {
+  std::unordered_set<const Value*> known{x};
+  for (const Op* op : ops) {
+    for (const Value* v : op->operands())
+      if (!known.count(v) && !(v->definingOp() && v->definingOp()->kind() == OpKind::Constant)) return false;
+    known.insert(op->result());
+  }
+  return true;
+}
+
+// A library op's epilogue taken apart: an optional bias add first, then an optional activation.
+struct Epilogue {
+  const Value* bias = nullptr;  // the bias add's other operand
+  int biasBuffer = -1;
+  bool hasActivation = false;
+  Activation activation = Activation::Other;
+  std::string reason;  // set: the generated kernel runs the group
+};
+
+// `isBias` says whether an add's other operand is a bias the library adds; `biasText` describes
+// such a bias for the reason when it is not; `library` names the library in reasons.
+template <class IsBias>
+Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const IsBias& isBias, const std::string& biasText,
+                       const char* library) {
+  Epilogue e;
+  std::vector<const Op*> ops = downstreamOf(group, hero);
+  const Value* result = ops.empty() ? hero.result() : ops.back()->result();
+  if (group.outputs.size() != 1 || group.outputs[0] != result) {
+    auto extra = std::find_if(group.outputs.begin(), group.outputs.end(), [&](const Value* v) { return v != result; });
+    e.reason = extra == group.outputs.end()
+                   ? "the kernel stores " + std::to_string(group.outputs.size()) + " values, not one result"
+                   : "the kernel also stores " + valueText(*extra) + ", which a library epilogue cannot write";
+    return e;
+  }
+  const Value* x = hero.result();
+  std::vector<const Op*> rest = ops;
+  if (!ops.empty() && ops[0]->kind() == OpKind::Add && ops[0]->operand(0) != ops[0]->operand(1)) {
+    const Value* other = ops[0]->operand(0) == x ? ops[0]->operand(1) : ops[0]->operand(0);
+    bool constant = other->definingOp() && other->definingOp()->kind() == OpKind::Constant;
+    if (!constant) {  // adding a constant is no bias buffer: judged below with the other ops
+      if (!isBias(*other))
+        e.reason = "add of " + valueText(other) + " is not " + biasText + ", which is all " + library + " adds";
+      else if ((e.biasBuffer = bufferOf(group, other)) < 0)
+        e.reason = "the bias " + valueText(other) + " is computed in the kernel";
+      if (!e.reason.empty()) return e;
+      e.bias = other;
+      x = ops[0]->result();
+      rest.erase(rest.begin());
+    }
+  }
+  if (rest.empty()) return e;
+  e.hasActivation = true;
+  e.activation = classifyActivation(rest, x);
+  if (e.activation == Activation::Other && !readsOnly(rest, x))
+    e.reason = "epilogue '" + opNames(ops) + "' is not a bias add and/or one activation, in that order";
+  else if (e.activation == Activation::Other)
+    e.reason = "epilogue '" + opNames(rest) + "' has no " + library + " epilogue";
+  return e;
+}
+
+bool fitsInt32(std::initializer_list<int64_t> values) {
+  return std::all_of(values.begin(), values.end(), [](int64_t v) { return v >= 0 && v <= INT32_MAX; });
+}
+
+// An operand's batch stride over the broadcast batch `out`: a whole matrix when it has every
+// batch dim of size > 1, 0 when it has none of them (broadcast), nothing when it has some only
+// (then the batch index is no single stride times the operand's matrix index).
+std::optional<int64_t> batchStride(const Shape& operandBatch, const Shape& out, int64_t matrixSize) {
+  bool some = false, all = true;
+  size_t offset = out.size() - operandBatch.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 1) continue;
+    bool has = i >= offset && operandBatch[i - offset] == out[i];
+    some |= has;
+    all &= has;
+  }
+  if (all) return some ? matrixSize : 0;
+  if (!some) return 0;
+  return std::nullopt;
+}
+
+// A bias add's other operand: a buffer of n values, one per column of C (the last dim of the
+// matmul result, or a single value when C has one column).
+bool isColumnBias(const Value& bias, const Shape& result, int64_t n, bool bIsVector) {
+  const Shape& s = bias.type().shape;
+  if (bias.type().numElements() == 1) return n == 1;
+  if (bIsVector || s.empty() || s.size() > result.size() || s.back() != n) return false;
+  return std::all_of(s.begin(), s.end() - 1, [](int64_t d) { return d == 1; });
+}
+
+LibraryCall selectMatmul(const KernelGroup& group, const Op& hero) {
+  DType dtype = hero.result()->type().dtype;
+  if (isInt(dtype))
+    return GeneratedKernel{std::string(dtypeName(dtype)) +
+                           " matmul: cuBLASLt has no integer matmul with kiln's semantics (same dtype in and out, wrapping)"};
+  const Shape& a = hero.operand(0)->type().shape;
+  const Shape& b = hero.operand(1)->type().shape;
+  Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;  // NumPy's 1-D promotion
+  Shape b2 = b.size() == 1 ? Shape{b[0], 1} : b;
+  MatmulCall call;
+  call.dtype = dtype;
+  call.m = a2[a2.size() - 2];
+  call.k = a2.back();
+  call.n = b2.back();
+  Shape batchA(a2.begin(), a2.end() - 2), batchB(b2.begin(), b2.end() - 2);
+  // The broadcast batch shape (the verifier checked that the two broadcast).
+  Shape batch(std::max(batchA.size(), batchB.size()), 1);
+  for (const Shape* operand : {&batchA, &batchB})
+    for (size_t i = 0, offset = batch.size() - operand->size(); i < operand->size(); ++i)
+      if ((*operand)[i] != 1) batch[offset + i] = (*operand)[i];
+  call.batch = numElements(batch);
+  auto strideA = batchStride(batchA, batch, call.m * call.k), strideB = batchStride(batchB, batch, call.k * call.n);
+  if (!strideA || !strideB)
+    return GeneratedKernel{"batch dims " + shapeStr(batchA) + " and " + shapeStr(batchB) +
+                           " broadcast in a way one strided batch cannot express"};
+  call.batchStrideA = *strideA;
+  call.batchStrideB = *strideB;
+  // A batch only A has is just more rows of one matrix: [batch*m, k] @ [k, n], C stays contiguous.
+  if (call.batch > 1 && call.batchStrideB == 0 && call.batchStrideA == call.m * call.k) {
+    call.m *= call.batch;
+    call.batch = 1;
+    call.batchStrideA = 0;
+  }
+  if (call.m == 0 || call.n == 0 || call.k == 0 || call.batch == 0)
+    return GeneratedKernel{"empty matmul (a dimension is 0)"};
+  if (!fitsInt32({call.m, call.n, call.k, call.batch}))
+    return GeneratedKernel{"matmul dimensions beyond int32, which cuBLASLt's layouts take"};
+  call.a = bufferOf(group, hero.operand(0));
+  call.b = bufferOf(group, hero.operand(1));
+  if (call.a < 0 || call.b < 0) return GeneratedKernel{"a matmul operand is computed in the kernel"};
+  call.output = static_cast<int>(group.inputs.size());
+
+  const Shape& shape = hero.result()->type().shape;
+  Epilogue e = splitEpilogue(
+      group, hero, [&](const Value& bias) { return isColumnBias(bias, shape, call.n, b.size() == 1); },
+      "a bias of " + std::to_string(call.n) + " values, one per output column", "cuBLASLt");
+  if (!e.reason.empty()) return GeneratedKernel{e.reason};
+  if (e.activation == Activation::GeluErf)
+    return GeneratedKernel{"gelu is the erf form (approximate = \"none\"); cuBLASLt's GELU is the tanh approximation"};
+  call.bias = e.biasBuffer;
+  bool bias = e.bias != nullptr;
+  if (!e.hasActivation)
+    call.epilogue = bias ? MatmulEpilogue::Bias : MatmulEpilogue::None;
+  else if (e.activation == Activation::Relu)
+    call.epilogue = bias ? MatmulEpilogue::BiasRelu : MatmulEpilogue::Relu;
+  else
+    call.epilogue = bias ? MatmulEpilogue::BiasGelu : MatmulEpilogue::Gelu;
+  if (dtype == DType::F64 && call.epilogue != MatmulEpilogue::None)
+    return GeneratedKernel{"f64 matmul with an epilogue: kiln uses cuBLASLt's epilogues for f32, f16 and bf16 only"};
+  return call;
+}
+
+// A conv2d bias: one value per output channel, [o,1,1] or [1,o,1,1] against y's [n,o,h,w].
+bool isChannelBias(const Value& bias, int64_t channels) {
+  Shape s = bias.type().shape;
+  if (s.size() > 4) return false;
+  s.insert(s.begin(), 4 - s.size(), 1);
+  return s[0] == 1 && s[2] == 1 && s[3] == 1 && s[1] == channels;
+}
+
+LibraryCall selectConv(const KernelGroup& group, const Op& hero) {
+  const Shape& x = hero.operand(0)->type().shape;
+  const Shape& w = hero.operand(1)->type().shape;
+  const Shape& y = hero.result()->type().shape;
+  auto strides = hero.intsAttr("strides"), pads = hero.intsAttr("pads"), dilations = hero.intsAttr("dilations");
+  if (pads[0] != pads[2] || pads[1] != pads[3])
+    return GeneratedKernel{"asymmetric pads " + shapeStr(pads) + " (top,left,bottom,right): cuDNN pads both sides equally"};
+  ConvCall call;
+  call.dtype = hero.result()->type().dtype;
+  call.n = x[0], call.c = x[1], call.h = x[2], call.w = x[3];
+  call.o = w[0], call.kh = w[2], call.kw = w[3];
+  call.outH = y[2], call.outW = y[3];
+  call.strideH = strides[0], call.strideW = strides[1];
+  call.padH = pads[0], call.padW = pads[1];
+  call.dilationH = dilations[0], call.dilationW = dilations[1];
+  call.groups = hero.intAttr("groups");
+  if (hero.result()->type().numElements() == 0 || call.c == 0) return GeneratedKernel{"empty conv2d (a dimension is 0)"};
+  if (!fitsInt32({call.n, call.c, call.h, call.w, call.o, call.kh, call.kw, call.outH, call.outW, call.strideH,
+                  call.strideW, call.padH, call.padW, call.dilationH, call.dilationW}) ||
+      hero.operand(0)->type().numElements() > INT32_MAX || hero.result()->type().numElements() > INT32_MAX)
+    return GeneratedKernel{"conv2d sizes beyond int32, which cuDNN's 4-d descriptors take"};
+  call.x = bufferOf(group, hero.operand(0));
+  call.weights = bufferOf(group, hero.operand(1));
+  if (call.x < 0 || call.weights < 0) return GeneratedKernel{"a conv2d operand is computed in the kernel"};
+  call.output = static_cast<int>(group.inputs.size());
+
+  Epilogue e = splitEpilogue(
+      group, hero, [&](const Value& bias) { return isChannelBias(bias, call.o); },
+      "a per-channel bias [1," + std::to_string(call.o) + ",1,1]", "cuDNN");
+  if (!e.reason.empty()) return GeneratedKernel{e.reason};
+  if (e.hasActivation && e.activation != Activation::Relu)
+    return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not relu, the one activation cuDNN fuses"};
+  if (e.hasActivation && !e.bias) return GeneratedKernel{"relu without a bias add: cuDNN fuses relu only after a bias"};
+  call.bias = e.biasBuffer;
+  call.epilogue = !e.bias ? ConvEpilogue::None : e.hasActivation ? ConvEpilogue::BiasRelu : ConvEpilogue::Bias;
+  if (call.dtype == DType::F64 && call.epilogue != ConvEpilogue::None)
+    return GeneratedKernel{"f64 conv2d with an epilogue: kiln uses cuDNN's fused bias for f32, f16 and bf16 only"};
+  return call;
+}
+
+}  // namespace
+
+bool hasLibraryOp(const KernelGroup& group) {
+  return std::any_of(group.ops.begin(), group.ops.end(), [](const Op* op) { return isLibraryOp(*op); });
+}
+
+LibraryCall selectLibraryCall(const KernelGroup& group) {
+  std::vector<const Op*> heroes;
+  for (const Op* op : group.ops)
+    if (isLibraryOp(*op)) heroes.push_back(op);
+  if (heroes.empty()) return GeneratedKernel{"no matmul or conv2d in the kernel"};
+  if (heroes.size() > 1) return GeneratedKernel{"more than one matmul, conv2d or pooling op in the kernel"};
+  const Op& hero = *heroes[0];
+  switch (hero.kind()) {
+    case OpKind::Matmul: return selectMatmul(group, hero);
+    case OpKind::Conv2d: return selectConv(group, hero);
+    default: return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
+  }
+}
+
+const char* epilogueName(MatmulEpilogue epilogue) {
+  switch (epilogue) {
+    case MatmulEpilogue::None: return "none";
+    case MatmulEpilogue::Bias: return "bias";
+    case MatmulEpilogue::Relu: return "relu";
+    case MatmulEpilogue::BiasRelu: return "bias+relu";
+    case MatmulEpilogue::Gelu: return "gelu";
+    case MatmulEpilogue::BiasGelu: return "bias+gelu";
+  }
+  return "none";
+}
+
+const char* epilogueName(ConvEpilogue epilogue) {
+  switch (epilogue) {
+    case ConvEpilogue::None: return "none";
+    case ConvEpilogue::Bias: return "bias";
+    case ConvEpilogue::BiasRelu: return "bias+relu";
+  }
+  return "none";
+}
+
+std::string describeLibraryCall(const LibraryCall& call) {
+  if (const auto* m = std::get_if<MatmulCall>(&call))
+    return m->epilogue == MatmulEpilogue::None ? "cuBLASLt matmul (no epilogue)"
+                                               : std::string("cuBLASLt matmul (epilogue ") + epilogueName(m->epilogue) + ")";
+  if (const auto* c = std::get_if<ConvCall>(&call))
+    return c->epilogue == ConvEpilogue::None ? "cuDNN conv2d (no epilogue)"
+                                             : std::string("cuDNN conv2d (") + epilogueName(c->epilogue) + ")";
+  return "generated kernel: " + std::get<GeneratedKernel>(call).reason;
+}
+
+ColumnMajorGemm columnMajorGemm(const MatmulCall& call) {
+  ColumnMajorGemm g;
+  g.m = call.n;
+  g.n = call.m;
+  g.k = call.k;
+  g.first = call.b;  // B^T: n x k column-major is row-major B [k,n] as stored
+  g.ldFirst = call.n;
+  g.strideFirst = call.batchStrideB;
+  g.second = call.a;  // A^T: k x m column-major is row-major A [m,k] as stored
+  g.ldSecond = call.k;
+  g.strideSecond = call.batchStrideA;
+  g.output = call.output;  // C^T: n x m column-major is row-major C [m,n]
+  g.ldOutput = call.n;
+  g.strideOutput = call.batch > 1 ? call.m * call.n : 0;
+  g.batch = call.batch;
+  return g;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,88 @@
+// Which vendor library call runs a kernel group on the CUDA target: cuBLASLt for a matmul and its
+// epilogue, cuDNN for a conv2d and its epilogue, or the generated kernel, with the reason. Pure
+// planning (no CUDA headers), so `kiln explain` says the same thing on any machine, and the CUDA
+// runtime (runtime/cuda/cublaslt.h, cudnn.h) executes exactly what this describes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "codegen/kernel_plan.h"
+
+namespace kiln::codegen {
+
+// The elementwise ops after a matmul that cuBLASLt applies in its epilogue, in that order: the bias
+// add first, then the activation. Gelu is the tanh approximation only: that is what cuBLASLt's
+// GELU computes, and kiln's default gelu (approximate = "none") is the erf form.
+enum class MatmulEpilogue { None, Bias, Relu, BiasRelu, Gelu, BiasGelu };
+
+// C = A @ B (+ bias) (then relu or gelu), row-major, repeated over a strided batch. Buffer
+// indices count the group's inputs, then its outputs: the kernel's argument order.
+struct MatmulCall {
+  DType dtype = DType::F32;         // of A, B, the bias and C alike: f32, f16, bf16 or f64
+  int64_t m = 0, n = 0, k = 0;      // A is [m,k], B is [k,n], C is [m,n] (1-D operands promoted)
+  int64_t batch = 1;                // C is `batch` matrices m x n, one after another
+  int64_t batchStrideA = 0;         // elements between A's matrices; 0 when A is broadcast
+  int64_t batchStrideB = 0;         // the same for B
+  int a = -1, b = -1, bias = -1, output = -1;  // buffer indices; bias is -1 without a bias add
+  MatmulEpilogue epilogue = MatmulEpilogue::None;
+
+  bool operator==(const MatmulCall&) const = default;
+};
+
+// What cuDNN applies after the convolution: cudnnConvolutionBiasActivationForward adds a
+// per-channel bias and then applies relu or nothing.
+enum class ConvEpilogue { None, Bias, BiasRelu };
+
+// y = conv2d(x, w) (+ bias[o]) (then relu), NCHW, as ONNX Conv with symmetric pads.
+struct ConvCall {
+  DType dtype = DType::F32;
+  int64_t n = 0, c = 0, h = 0, w = 0;  // x is [n,c,h,w]
+  int64_t o = 0, kh = 0, kw = 0;       // w is [o,c/groups,kh,kw]
+  int64_t outH = 0, outW = 0;          // y is [n,o,outH,outW]
+  int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1, groups = 1;
+  int x = -1, weights = -1, bias = -1, output = -1;  // buffer indices; bias is -1 without a bias add
+  ConvEpilogue epilogue = ConvEpilogue::None;
+
+  bool operator==(const ConvCall&) const = default;
+};
+
+// The generated kernel runs the group, for `reason` ("epilogue 'sigmoid' has no cuBLASLt epilogue").
+struct GeneratedKernel {
+  std::string reason;
+};
+
+using LibraryCall = std::variant<GeneratedKernel, MatmulCall, ConvCall>;
+
+// Whether the group holds a matmul, conv2d or pooling op (a `library` fusion or a lone such op).
+bool hasLibraryOp(const KernelGroup& group);
+
+// The library call that computes the whole group, or GeneratedKernel with the reason it cannot:
+// an op the library cannot apply, a dtype it does not take, a batch broadcast that is not one
+// strided batch, asymmetric padding, an intermediate value the kernel must also store.
+LibraryCall selectLibraryCall(const KernelGroup& group);
+
+// "bias+relu", "none", ...
+const char* epilogueName(MatmulEpilogue epilogue);
+const char* epilogueName(ConvEpilogue epilogue);
+
+// What `kiln explain` prints: "cuBLASLt matmul (epilogue bias+relu)", "cuDNN conv2d (bias+relu)",
+// "generated kernel: <reason>".
+std::string describeLibraryCall(const LibraryCall& call);
+
+// A row-major MatmulCall as the column-major GEMM cuBLASLt computes. Row-major C[m,n] is
+// column-major C^T[n,m] with leading dimension n, so C = A @ B is C^T = B^T @ A^T: cuBLASLt's
+// first operand is kiln's B (n x k, ld n), its second is kiln's A (k x m, ld k), neither
+// transposed, and its output has n rows, which is why a bias of length n (one value per column of
+// kiln's C) is cuBLASLt's per-row bias.
+struct ColumnMajorGemm {
+  int64_t m = 0, n = 0, k = 0;             // cuBLASLt's: m = kiln n, n = kiln m
+  int first = -1, second = -1, output = -1; // buffer indices of cuBLASLt's A, B and D (C = D)
+  int64_t ldFirst = 0, ldSecond = 0, ldOutput = 0;
+  int64_t strideFirst = 0, strideSecond = 0, strideOutput = 0;  // batch strides in elements
+  int64_t batch = 1;
+};
+ColumnMajorGemm columnMajorGemm(const MatmulCall& call);
+
+}  // namespace kiln::codegen

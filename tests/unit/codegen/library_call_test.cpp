@@ -1,0 +1,484 @@
+// selectLibraryCall on graphs run through the default pipeline: what becomes a cuBLASLt or cuDNN
+// call (dims, batch strides, buffers, epilogue) and why the rest stays a generated kernel; the
+// row-major to column-major GEMM mapping checked against a host matmul; and `kiln explain`'s text.
+#include <gtest/gtest.h>
+
+#include "codegen/kernel_report.h"
+#include "codegen/library_call.h"
+#include "codegen/optimize.h"
+#include "tests/unit/codegen/cpu_test_util.h"
+
+namespace kiln::codegen {
+namespace {
+
+// A function through the default pipeline and the planner, kept alive together.
+struct Planned {
+  std::unique_ptr<Module> source;
+  OptimizedFunction optimized;
+  std::unique_ptr<BlockPlan> plan;
+
+  // The one kernel holding a matmul, conv2d or pooling op.
+  const KernelGroup& libraryGroup() const {
+    const KernelGroup* found = nullptr;
+    for (const KernelGroup* g : plan->allGroups())
+      if (hasLibraryOp(*g)) {
+        EXPECT_EQ(found, nullptr) << "more than one library kernel";
+        found = g;
+      }
+    KILN_INTERNAL_CHECK(found, "no library kernel in the plan");
+    return *found;
+  }
+  LibraryCall call() const { return selectLibraryCall(libraryGroup()); }
+  // The group buffer index of function parameter `name`.
+  int bufferOf(const std::string& name) const {
+    const auto& inputs = libraryGroup().inputs;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i]->name() == name) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+Planned planned(const std::string& text) {
+  Planned p;
+  p.source = test::parseOrFail(text);
+  KILN_INTERNAL_CHECK(p.source != nullptr, "parse failed");
+  auto optimized = optimizeFunction(*p.source->entry(), CompileOptions{});
+  KILN_INTERNAL_CHECK(optimized.ok(), "pipeline failed");
+  p.optimized = std::move(*optimized);
+  p.plan = planFunction(*p.optimized.function);
+  return p;
+}
+
+MatmulCall expectMatmul(const LibraryCall& call) {
+  EXPECT_TRUE(std::holds_alternative<MatmulCall>(call)) << describeLibraryCall(call);
+  return std::holds_alternative<MatmulCall>(call) ? std::get<MatmulCall>(call) : MatmulCall{};
+}
+
+ConvCall expectConv(const LibraryCall& call) {
+  EXPECT_TRUE(std::holds_alternative<ConvCall>(call)) << describeLibraryCall(call);
+  return std::holds_alternative<ConvCall>(call) ? std::get<ConvCall>(call) : ConvCall{};
+}
+
+std::string expectFallback(const LibraryCall& call) {
+  EXPECT_TRUE(std::holds_alternative<GeneratedKernel>(call)) << describeLibraryCall(call);
+  return std::holds_alternative<GeneratedKernel>(call) ? std::get<GeneratedKernel>(call).reason : "";
+}
+
+TEST(SelectLibraryCall, PlainMatmul) {
+  auto p = planned(R"(func @main(%x: f32[5,12], %w: f32[12,7]) -> f32[5,7] {
+  %y = matmul %x, %w
+  return %y
+})");
+  MatmulCall m = expectMatmul(p.call());
+  EXPECT_EQ(m.dtype, DType::F32);
+  EXPECT_EQ(m.m, 5);
+  EXPECT_EQ(m.n, 7);
+  EXPECT_EQ(m.k, 12);
+  EXPECT_EQ(m.batch, 1);
+  EXPECT_EQ(m.a, p.bufferOf("x"));
+  EXPECT_EQ(m.b, p.bufferOf("w"));
+  EXPECT_EQ(m.output, 2);
+  EXPECT_EQ(m.bias, -1);
+  EXPECT_EQ(m.epilogue, MatmulEpilogue::None);
+  EXPECT_EQ(describeLibraryCall(m), "cuBLASLt matmul (no epilogue)");
+}
+
+TEST(SelectLibraryCall, BatchedMatmulHasContiguousBatchStrides) {
+  auto p = planned(R"(func @main(%a: bf16[2,3,5,12], %b: bf16[2,3,12,7]) -> bf16[2,3,5,7] {
+  %y = matmul %a, %b
+  return %y
+})");
+  MatmulCall m = expectMatmul(p.call());
+  EXPECT_EQ(m.dtype, DType::BF16);
+  EXPECT_EQ(m.batch, 6);
+  EXPECT_EQ(m.batchStrideA, 5 * 12);
+  EXPECT_EQ(m.batchStrideB, 12 * 7);
+}
+
+TEST(SelectLibraryCall, BroadcastBatchIsStrideZero) {
+  auto p = planned(R"(func @main(%a: f16[5,12], %b: f16[4,12,7]) -> f16[4,5,7] {
+  %y = matmul %a, %b
+  return %y
+})");
+  MatmulCall m = expectMatmul(p.call());
+  EXPECT_EQ(m.batch, 4);
+  EXPECT_EQ(m.batchStrideA, 0);
+  EXPECT_EQ(m.batchStrideB, 12 * 7);
+  // Broadcast through size-1 batch dims too: [4,1] against [1,1] on the other side.
+  auto q = planned(R"(func @main(%a: f32[1,1,5,12], %b: f32[4,1,12,7]) -> f32[4,1,5,7] {
+  %y = matmul %a, %b
+  return %y
+})");
+  MatmulCall n = expectMatmul(q.call());
+  EXPECT_EQ(n.batch, 4);
+  EXPECT_EQ(n.batchStrideA, 0);
+  EXPECT_EQ(n.batchStrideB, 12 * 7);
+}
+
+TEST(SelectLibraryCall, BatchOnlyAHasFoldsIntoRows) {
+  auto p = planned(R"(func @main(%a: f32[3,5,12], %b: f32[12,7]) -> f32[3,5,7] {
+  %y = matmul %a, %b
+  return %y
+})");
+  MatmulCall m = expectMatmul(p.call());
+  EXPECT_EQ(m.m, 15);
+  EXPECT_EQ(m.batch, 1);
+}
+
+TEST(SelectLibraryCall, MixedBatchBroadcastFallsBack) {
+  auto p = planned(R"(func @main(%a: f32[2,1,5,12], %b: f32[3,12,7]) -> f32[2,3,5,7] {
+  %y = matmul %a, %b
+  return %y
+})");
+  EXPECT_EQ(expectFallback(p.call()), "batch dims [2,1] and [3] broadcast in a way one strided batch cannot express");
+}
+
+TEST(SelectLibraryCall, OneDimensionalOperandsArePromoted) {
+  auto vm = expectMatmul(planned(R"(func @main(%v: f32[12], %w: f32[12,7]) -> f32[7] {
+  %y = matmul %v, %w
+  return %y
+})").call());
+  EXPECT_EQ(vm.m, 1);
+  EXPECT_EQ(vm.n, 7);
+  EXPECT_EQ(vm.k, 12);
+  auto mv = expectMatmul(planned(R"(func @main(%x: f32[3,5,12], %v: f32[12]) -> f32[3,5] {
+  %y = matmul %x, %v
+  return %y
+})").call());
+  EXPECT_EQ(mv.m, 15);  // the batch folds into rows: B is one vector
+  EXPECT_EQ(mv.n, 1);
+  EXPECT_EQ(mv.k, 12);
+  auto dot = expectMatmul(planned(R"(func @main(%u: f64[12], %v: f64[12]) -> f64[] {
+  %y = matmul %u, %v
+  return %y
+})").call());
+  EXPECT_EQ(dot.m, 1);
+  EXPECT_EQ(dot.n, 1);
+  EXPECT_EQ(dot.dtype, DType::F64);
+}
+
+TEST(SelectLibraryCall, BiasAndReluBecomeTheEpilogue) {
+  auto p = planned(R"(func @main(%x: f32[32,64], %w: f32[64,16], %b: f32[16]) -> f32[32,16] {
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %y = relu %a
+  return %y
+})");
+  MatmulCall m = expectMatmul(p.call());
+  EXPECT_EQ(m.epilogue, MatmulEpilogue::BiasRelu);
+  EXPECT_EQ(m.bias, p.bufferOf("b"));
+  EXPECT_EQ(m.output, static_cast<int>(p.libraryGroup().inputs.size()));
+  EXPECT_EQ(describeLibraryCall(m), "cuBLASLt matmul (epilogue bias+relu)");
+  // The bias on the left, as a [1,n] row, on a batched matmul.
+  auto q = planned(R"(func @main(%x: f32[4,8,64], %w: f32[4,64,16], %b: f32[1,16]) -> f32[4,8,16] {
+  %h = matmul %x, %w
+  %y = add %b, %h
+  return %y
+})");
+  MatmulCall n = expectMatmul(q.call());
+  EXPECT_EQ(n.epilogue, MatmulEpilogue::Bias);
+  EXPECT_EQ(n.bias, q.bufferOf("b"));
+}
+
+// A reshape moves no data: a bias reshaped inside the kernel is still the parameter's buffer.
+TEST(SelectLibraryCall, BiasReshapedInTheKernelIsItsBuffer) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16], %b: f32[16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %b2 = reshape %b {shape = [1, 16]}
+  %a = add %h, %b2
+  %y = relu %a
+  return %y
+})");
+  MatmulCall m = expectMatmul(p.call());
+  EXPECT_EQ(m.epilogue, MatmulEpilogue::BiasRelu);
+  EXPECT_EQ(m.bias, p.bufferOf("b"));
+}
+
+TEST(SelectLibraryCall, TanhGeluMapsAndErfGeluDoesNot) {
+  auto tanh = planned(R"(func @main(%x: f16[8,64], %w: f16[64,16], %b: f16[16]) -> f16[8,16] {
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %y = gelu %a {approximate = "tanh"}
+  return %y
+})");
+  EXPECT_EQ(expectMatmul(tanh.call()).epilogue, MatmulEpilogue::BiasGelu);
+  auto erf = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %y = gelu %h
+  return %y
+})");
+  EXPECT_EQ(expectFallback(erf.call()),
+            "gelu is the erf form (approximate = \"none\"); cuBLASLt's GELU is the tanh approximation");
+}
+
+// The decompose pass expands gelu into mul/add/tanh ops (with casts for f16): the epilogue is
+// recognised by what those ops compute, with or without a bias, in any float type.
+TEST(SelectLibraryCall, DecomposedTanhGeluIsRecognised) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %y = gelu %h {approximate = "tanh"}
+  return %y
+})");
+  EXPECT_EQ(expectMatmul(p.call()).epilogue, MatmulEpilogue::Gelu);
+  auto q = planned(R"(func @main(%x: bf16[8,64], %w: bf16[64,16]) -> bf16[8,16] {
+  %h = matmul %x, %w
+  %y = relu %h
+  return %y
+})");
+  EXPECT_EQ(expectMatmul(q.call()).epilogue, MatmulEpilogue::Relu);
+}
+
+TEST(SelectLibraryCall, ActivationBeforeTheBiasFallsBack) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16], %b: f32[16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %r = relu %h
+  %y = add %r, %b
+  return %y
+})");
+  EXPECT_EQ(expectFallback(p.call()), "epilogue 'relu,add' is not a bias add and/or one activation, in that order");
+}
+
+TEST(SelectLibraryCall, SiluIsNoCuBlasLtEpilogue) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %y = silu %h
+  return %y
+})");
+  EXPECT_NE(expectFallback(p.call()).find("has no cuBLASLt epilogue"), std::string::npos);
+}
+
+TEST(SelectLibraryCall, UnsupportedEpilogueFallsBackWithReason) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %y = sigmoid %h
+  return %y
+})");
+  EXPECT_EQ(expectFallback(p.call()), "epilogue 'sigmoid' has no cuBLASLt epilogue");
+  EXPECT_EQ(describeLibraryCall(p.call()), "generated kernel: epilogue 'sigmoid' has no cuBLASLt epilogue");
+}
+
+TEST(SelectLibraryCall, RowBiasIsNotACuBlasLtBias) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16], %r: f32[8,1]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %y = add %h, %r
+  return %y
+})");
+  EXPECT_NE(expectFallback(p.call()).find("is not a bias of 16 values"), std::string::npos);
+}
+
+TEST(SelectLibraryCall, IntegerMatmulFallsBack) {
+  auto p = planned(R"(func @main(%x: i32[4,6], %w: i32[6,3]) -> i32[4,3] {
+  %y = matmul %x, %w
+  return %y
+})");
+  EXPECT_EQ(expectFallback(p.call()),
+            "i32 matmul: cuBLASLt has no integer matmul with kiln's semantics (same dtype in and out, wrapping)");
+}
+
+TEST(SelectLibraryCall, StoredIntermediateFallsBack) {
+  auto p = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16], %b: f32[16]) -> (f32[8,16], f32[8,16]) {
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %y = relu %a
+  return %y, %a
+})");
+  EXPECT_NE(expectFallback(p.call()).find("the kernel also stores %a"), std::string::npos);
+}
+
+TEST(SelectLibraryCall, ConvWithBiasAndRelu) {
+  auto p = planned(R"(func @main(%x: f32[2,3,9,9], %w: f32[4,3,3,3], %b: f32[4,1,1]) -> f32[2,4,5,5] {
+  %c = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1]}
+  %a = add %c, %b
+  %y = relu %a
+  return %y
+})");
+  ConvCall c = expectConv(p.call());
+  EXPECT_EQ(c.n, 2);
+  EXPECT_EQ(c.c, 3);
+  EXPECT_EQ(c.h, 9);
+  EXPECT_EQ(c.o, 4);
+  EXPECT_EQ(c.kh, 3);
+  EXPECT_EQ(c.outH, 5);
+  EXPECT_EQ(c.outW, 5);
+  EXPECT_EQ(c.strideH, 2);
+  EXPECT_EQ(c.padW, 1);
+  EXPECT_EQ(c.x, p.bufferOf("x"));
+  EXPECT_EQ(c.weights, p.bufferOf("w"));
+  EXPECT_EQ(c.bias, p.bufferOf("b"));
+  EXPECT_EQ(c.epilogue, ConvEpilogue::BiasRelu);
+  EXPECT_EQ(describeLibraryCall(c), "cuDNN conv2d (bias+relu)");
+}
+
+TEST(SelectLibraryCall, GroupedDilatedConv) {
+  auto p = planned(R"(func @main(%x: f16[1,4,10,10], %w: f16[6,2,3,3]) -> f16[1,6,6,6] {
+  %y = conv2d %x, %w {dilations = [2, 2], groups = 2}
+  return %y
+})");
+  ConvCall c = expectConv(p.call());
+  EXPECT_EQ(c.groups, 2);
+  EXPECT_EQ(c.dilationH, 2);
+  EXPECT_EQ(c.epilogue, ConvEpilogue::None);
+}
+
+TEST(SelectLibraryCall, AsymmetricPadsFallBack) {
+  auto p = planned(R"(func @main(%x: f32[1,3,8,8], %w: f32[4,3,3,3]) -> f32[1,4,7,7] {
+  %y = conv2d %x, %w {pads = [1, 1, 0, 0]}
+  return %y
+})");
+  EXPECT_EQ(expectFallback(p.call()), "asymmetric pads [1,1,0,0] (top,left,bottom,right): cuDNN pads both sides equally");
+}
+
+TEST(SelectLibraryCall, ConvReluWithoutBiasFallsBack) {
+  auto p = planned(R"(func @main(%x: f32[1,3,8,8], %w: f32[4,3,3,3]) -> f32[1,4,6,6] {
+  %c = conv2d %x, %w
+  %y = relu %c
+  return %y
+})");
+  EXPECT_EQ(expectFallback(p.call()), "relu without a bias add: cuDNN fuses relu only after a bias");
+}
+
+TEST(SelectLibraryCall, ConvBiasOnlyAndOtherActivations) {
+  auto bias = planned(R"(func @main(%x: f16[1,3,8,8], %w: f16[4,3,3,3], %b: f16[1,4,1,1]) -> f16[1,4,6,6] {
+  %c = conv2d %x, %w
+  %y = add %b, %c
+  return %y
+})");
+  ConvCall c = expectConv(bias.call());
+  EXPECT_EQ(c.epilogue, ConvEpilogue::Bias);
+  EXPECT_EQ(c.bias, bias.bufferOf("b"));
+  auto gelu = planned(R"(func @main(%x: f32[1,3,8,8], %w: f32[4,3,3,3], %b: f32[4,1,1]) -> f32[1,4,6,6] {
+  %c = conv2d %x, %w
+  %a = add %c, %b
+  %y = gelu %a {approximate = "tanh"}
+  return %y
+})");
+  EXPECT_NE(expectFallback(gelu.call()).find("is not relu, the one activation cuDNN fuses"), std::string::npos);
+  auto wrongBias = planned(R"(func @main(%x: f32[1,3,8,8], %w: f32[4,3,3,3], %b: f32[6]) -> f32[1,4,6,6] {
+  %c = conv2d %x, %w
+  %y = add %c, %b
+  return %y
+})");
+  EXPECT_NE(expectFallback(wrongBias.call()).find("is not a per-channel bias [1,4,1,1]"), std::string::npos);
+}
+
+TEST(SelectLibraryCall, PoolingStaysGenerated) {
+  auto p = planned(R"(func @main(%x: f32[1,3,8,8]) -> f32[1,3,4,4] {
+  %y = max_pool2d %x {kernel = [2, 2]}
+  return %y
+})");
+  EXPECT_EQ(expectFallback(p.call()), "max_pool2d: kiln calls no library for pooling");
+}
+
+// Row-major matmul C[b] = A[b] @ B[b] computed the way cuBLASLt will: a column-major GEMM over
+// the buffers columnMajorGemm names, with its leading dimensions and batch strides.
+std::vector<double> columnMajorProduct(const ColumnMajorGemm& g, const std::vector<std::vector<double>>& buffers,
+                                       size_t outputSize) {
+  std::vector<double> d(outputSize, 0.0);
+  const auto& first = buffers[static_cast<size_t>(g.first)];
+  const auto& second = buffers[static_cast<size_t>(g.second)];
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < g.k; ++p)
+          sum += first[static_cast<size_t>(b * g.strideFirst + i + p * g.ldFirst)] *
+                 second[static_cast<size_t>(b * g.strideSecond + p + j * g.ldSecond)];
+        d[static_cast<size_t>(b * g.strideOutput + i + j * g.ldOutput)] = sum;
+      }
+  return d;
+}
+
+TEST(ColumnMajorGemm, SwapsOperandsAndTransposesShapes) {
+  MatmulCall call;
+  call.m = 5, call.n = 7, call.k = 12, call.batch = 3;
+  call.batchStrideA = 60, call.batchStrideB = 0;
+  call.a = 0, call.b = 1, call.output = 2;
+  ColumnMajorGemm g = columnMajorGemm(call);
+  EXPECT_EQ(g.m, 7);
+  EXPECT_EQ(g.n, 5);
+  EXPECT_EQ(g.k, 12);
+  EXPECT_EQ(g.first, 1);
+  EXPECT_EQ(g.ldFirst, 7);
+  EXPECT_EQ(g.strideFirst, 0);
+  EXPECT_EQ(g.second, 0);
+  EXPECT_EQ(g.ldSecond, 12);
+  EXPECT_EQ(g.strideSecond, 60);
+  EXPECT_EQ(g.output, 2);
+  EXPECT_EQ(g.ldOutput, 7);
+  EXPECT_EQ(g.strideOutput, 35);
+}
+
+// Every selected matmul of these graphs, run as the column-major GEMM, equals the interpreter.
+TEST(ColumnMajorGemm, ComputesTheRowMajorProduct) {
+  const char* sources[] = {
+      R"(func @main(%a: f64[5,12], %b: f64[12,7]) -> f64[5,7] {
+  %y = matmul %a, %b
+  return %y
+})",
+      R"(func @main(%a: f64[3,5,4], %b: f64[3,4,6]) -> f64[3,5,6] {
+  %y = matmul %a, %b
+  return %y
+})",
+      R"(func @main(%a: f64[5,4], %b: f64[2,3,4,6]) -> f64[2,3,5,6] {
+  %y = matmul %a, %b
+  return %y
+})",
+      R"(func @main(%a: f64[2,5,4], %b: f64[4,6]) -> f64[2,5,6] {
+  %y = matmul %a, %b
+  return %y
+})",
+      R"(func @main(%a: f64[4], %b: f64[3,4,6]) -> f64[3,6] {
+  %y = matmul %a, %b
+  return %y
+})",
+  };
+  for (const char* source : sources) {
+    auto p = planned(source);
+    MatmulCall call = expectMatmul(p.call());
+    const Function& f = *p.source->entry();
+    std::vector<Tensor> inputs = randomInputs(f, 7);
+    auto want = interpret(f, inputs);
+    ASSERT_TRUE(want.ok());
+    std::vector<std::vector<double>> buffers;
+    for (const Value* v : p.libraryGroup().inputs) {
+      const Tensor& t = inputs[v->index()];  // the group reads the function's parameters
+      std::vector<double> data;
+      for (int64_t i = 0; i < t.numElements(); ++i) data.push_back(t.getDouble(i));
+      buffers.push_back(data);
+    }
+    const Tensor& c = (*want)[0];
+    std::vector<double> got = columnMajorProduct(columnMajorGemm(call), buffers, static_cast<size_t>(c.numElements()));
+    for (int64_t i = 0; i < c.numElements(); ++i)
+      ASSERT_NEAR(got[static_cast<size_t>(i)], c.getDouble(i), 1e-12) << source << "\nelement " << i;
+  }
+}
+
+TEST(KernelReport, CudaTargetNamesTheLibraryCall) {
+  auto m = test::parseOrFail(R"(func @main(%x: f32[32,64], %w: f32[64,16], %b: f32[16], %v: f32[16,8]) -> f32[32,8] {
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %r = relu %a
+  %z = matmul %r, %v
+  %y = sigmoid %z
+  return %y
+})");
+  ASSERT_TRUE(m);
+  CompileOptions cuda;
+  cuda.target = Target::Cuda;
+  auto report = reportPlan(*m->entry(), cuda);
+  ASSERT_TRUE(report.ok());
+  std::vector<std::string> calls;
+  for (const KernelReport& k : report->kernels)
+    if (!k.libraryCall.empty()) calls.push_back(k.libraryCall);
+  EXPECT_EQ(calls, (std::vector<std::string>{"cuBLASLt matmul (epilogue bias+relu)",
+                                             "generated kernel: epilogue 'sigmoid' has no cuBLASLt epilogue"}));
+  EXPECT_NE(report->kernels[0].layout.find("cuBLASLt matmul (epilogue bias+relu); fallback loop [32,16]"),
+            std::string::npos)
+      << report->kernels[0].layout;
+  auto cpu = reportPlan(*m->entry(), CompileOptions{});
+  ASSERT_TRUE(cpu.ok());
+  for (const KernelReport& k : cpu->kernels) EXPECT_EQ(k.libraryCall, "") << "the CPU target calls no library";
+}
+
+}  // namespace
+}  // namespace kiln::codegen
