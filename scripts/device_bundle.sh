@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Builds a relocatable bundle of kiln for an offline GPU machine (shared/notes/device.md): the
+# binaries of a Release build, the shared libraries they need as Debian packages, FileCheck and
+# lit for the lit suite, the examples, the generated large benchmark cases, the peers' harness,
+# and run_on_device.sh, which unpacks and runs it all there.
+#
+#   scripts/device_bundle.sh BUILD_DIR [DEST]       (DEST defaults to .bundle/ in the repository)
+#
+# Then, on the GPU machine, from the repository root: bash .bundle/run_on_device.sh
+# (with the device tool: carry [".bundle"], command "bash .bundle/run_on_device.sh").
+#
+# Layout of DEST:
+#   run_on_device.sh   scripts/run_on_device.sh
+#   MANIFEST.txt       commit, build, compiled-in source dir, packages, files and sizes
+#   bin.tar.xz         bin/ (kiln, kiln_*_tests, kiln_api_quickstart: stripped), llvm/ (FileCheck,
+#                      not, count), lit/ (lit.py and its package)
+#   debs/*.deb         the Debian packages of every library ldd finds that is not in BASE_PACKAGES
+#                      (apt-get download; cached in $KILN_DEB_CACHE)
+#   src/               examples/, tests/lit/, bench/peers/, bench/compare.py, cases/*.kiln
+# The device tool carries at most 64 MiB (working tree included): the script fails above 64 MiB.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[ $# -ge 1 ] || { sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 2; }
+BUILD=$(cd "$1" && pwd)
+DEST=${2:-$ROOT/.bundle}
+LIMIT_MIB=64
+# Present on any Linux that runs Python and the NVIDIA stack; never shipped (an old libstdc++ or libc
+# first on the path would break the machine's newer programs).
+BASE_PACKAGES=" libc6 libstdc++6 libgcc-s1 zlib1g liblzma5 "
+LLVM_BIN=${LLVM_BIN:-/usr/lib/llvm-19/bin}
+LIT_DIR=${LIT_DIR:-/usr/lib/llvm-19/build/utils/lit}
+DEB_CACHE=${KILN_DEB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln-debs}
+
+say() { echo "device_bundle: $*"; }
+die() { echo "device_bundle: error: $*" >&2; exit 1; }
+
+[ -x "$BUILD/tools/kiln" ] || die "$BUILD/tools/kiln not found: build first (cmake --build $BUILD)"
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
+source_dir=$(sed -n 's/^kiln_SOURCE_DIR:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
+sanitize=$(sed -n 's/^KILN_SANITIZE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
+[ "$build_type" = Release ] || say "WARNING: $BUILD is a '$build_type' build; benchmarks want Release"
+[ "$sanitize" = ON ] && die "$BUILD is a sanitizer build (KILN_SANITIZE=ON): its binaries need libasan; use a Release build"
+
+rm -rf "$DEST"
+STAGE=$(mktemp -d)
+trap 'rm -rf "$STAGE"' EXIT
+mkdir -p "$STAGE/bin" "$STAGE/llvm" "$DEST/debs" "$DEST/src"
+
+# --- binaries (stripped) ---------------------------------------------------------------------------
+bins=("$BUILD/tools/kiln")
+for t in "$BUILD"/tests/kiln_*_tests "$BUILD/tests/kiln_api_quickstart"; do [ -x "$t" ] && bins+=("$t"); done
+[ ${#bins[@]} -gt 1 ] || say "WARNING: no test binaries in $BUILD/tests (build them: cmake --build $BUILD): bundling kiln alone"
+for b in "${bins[@]}"; do
+  cp "$b" "$STAGE/bin/"
+  strip --strip-unneeded "$STAGE/bin/$(basename "$b")"
+done
+if [ -x "$LLVM_BIN/FileCheck" ] && [ -f "$LIT_DIR/lit.py" ]; then
+  for t in FileCheck not count; do [ -x "$LLVM_BIN/$t" ] && cp "$LLVM_BIN/$t" "$STAGE/llvm/" && strip "$STAGE/llvm/$t"; done
+  mkdir -p "$STAGE/lit"
+  cp "$LIT_DIR/lit.py" "$STAGE/lit/"
+  (cd "$LIT_DIR" && find lit -name '*.py' -not -path '*/__pycache__/*' -print0 | xargs -0 cp --parents -t "$STAGE/lit/")
+else
+  say "WARNING: no FileCheck/lit.py under $LLVM_BIN and $LIT_DIR (llvm-19-tools): the lit suite will not run there"
+fi
+say "binaries: $(cd "$STAGE" && ls bin llvm | grep -v ':$' | tr '\n' ' ')"
+XZ_OPT=${XZ_OPT:--6 -T2} tar -C "$STAGE" -cJf "$DEST/bin.tar.xz" bin llvm $( [ -d "$STAGE/lit" ] && echo lit )
+
+# --- shared libraries as Debian packages -------------------------------------------------------------
+declare -A pkgs=()
+missing_here=""
+for b in "$STAGE"/bin/* "$STAGE"/llvm/*; do
+  while read -r lib arrow path _; do
+    [ "$arrow" = "=>" ] || continue
+    if [ "$path" = "not" ]; then missing_here+=" $(basename "$b"):$lib"; continue; fi
+    pkg=""
+    real=$(readlink -f "$path")   # the file, not a symlink another package (llvm-19-dev) owns
+    for p in "$real" "/usr$real" "${real#/usr}" "$path"; do
+      pkg=$(dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1) && [ -n "$pkg" ] && break
+    done
+    [ -n "$pkg" ] || { say "WARNING: no Debian package owns $path ($lib): not bundled"; continue; }
+    [[ "$BASE_PACKAGES" == *" $pkg "* ]] || pkgs[$pkg]=1
+  done < <(ldd "$b")
+done
+[ -z "$missing_here" ] || die "libraries missing on this machine already:$missing_here"
+mkdir -p "$DEB_CACHE"
+for pkg in "${!pkgs[@]}"; do
+  version=$(dpkg-query -W -f='${Version}' "$pkg")
+  file=$(ls "$DEB_CACHE/${pkg}_"*.deb 2>/dev/null | grep -F "_$(echo "$version" | sed 's/:/%3a/')_" | head -1 || true)
+  if [ -z "$file" ]; then
+    (cd "$DEB_CACHE" && apt-get download "$pkg=$version" >/dev/null 2>&1) ||
+      die "apt-get download $pkg=$version failed (run apt-get update, or put the .deb in $DEB_CACHE)"
+    file=$(ls "$DEB_CACHE/${pkg}_"*.deb | grep -F "_$(echo "$version" | sed 's/:/%3a/')_" | head -1)
+  fi
+  cp "$file" "$DEST/debs/"
+done
+say "packages: $(ls "$DEST/debs" | sed 's/_.*//' | sort | tr '\n' ' ')"
+
+# --- sources, cases, harness ---------------------------------------------------------------------
+(cd "$ROOT" && git ls-files -z examples tests/lit bench/peers bench/compare.py | xargs -0 cp --parents -t "$DEST/src/")
+# Untracked-but-present files of the harness (a working copy under edit) travel too.
+(cd "$ROOT" && cp --parents -t "$DEST/src/" bench/peers/*.py bench/compare.py examples/*.kiln)
+python3 "$ROOT/bench/peers/cases.py" --emit-kiln "$DEST/src/cases" >/dev/null
+for f in "$DEST"/src/cases/*.kiln; do
+  "$BUILD/tools/kiln" check "$f" || die "kiln check $f failed: the generated case does not parse"
+done
+cp "$ROOT/scripts/run_on_device.sh" "$DEST/run_on_device.sh"
+chmod +x "$DEST/run_on_device.sh"
+
+# --- manifest and size ---------------------------------------------------------------------------------
+total=$(du -sb "$DEST" | cut -f1)
+{
+  echo "commit: $(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD -- . 2>/dev/null || echo '+dirty')"
+  echo "made: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
+  echo "build_dir: $BUILD"
+  echo "build_type: $build_type"
+  echo "source_dir: $source_dir"
+  echo "packages: $(cd "$DEST/debs" && ls | tr '\n' ' ')"
+  echo "binaries (unpacked sizes):"
+  (cd "$STAGE" && find bin llvm -type f -printf '  %p %s\n' | sort)
+  echo "files:"
+  (cd "$DEST" && find . -type f -not -path './src/*' -printf '  %p %s\n' | sort)
+  echo "  ./src/ $(du -sb "$DEST/src" | cut -f1)"
+  echo "total_bytes: $total"
+} > "$DEST/MANIFEST.txt"
+mib=$(( (total + 1048575) / 1048576 ))
+say "bundle $DEST: $mib MiB ($total bytes); largest:"
+(cd "$DEST" && find . -type f -printf '%s %p\n' | sort -rn | head -5 | awk '{printf "  %6.1f MiB %s\n", $1/1048576, $2}')
+tree_bytes=$(cd "$ROOT" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+say "with the tracked tree ($(( tree_bytes / 1024 )) KiB) the device tool carries about $(( (total + tree_bytes) / 1048576 )) MiB of its $LIMIT_MIB MiB"
+[ $(( total + tree_bytes )) -le $(( LIMIT_MIB * 1048576 )) ] || die "over the device tool's $LIMIT_MIB MiB: see the largest files above"
