@@ -177,7 +177,7 @@ int run(const Command& c, const Args& args) {
   }
 
   // The baseline: a copy at least as big as the step's largest kernel moves, and 256 MiB at least.
-  std::vector<codegen::KernelReport> kernels = codegen::reportKernels((*exe)->plan());
+  std::vector<codegen::KernelReport> kernels = codegen::reportKernels((*exe)->plan(), compileOptions.target);
   uint64_t stepBytes = 0, largest = 0;
   for (const codegen::KernelReport& k : kernels) {
     if (!k.region.empty()) continue;
@@ -233,18 +233,21 @@ int run(const Command& c, const Args& args) {
   fmt::print("@{} on {}: {}\n", f.name(), backendName(*backend), deviceName);
   fmt::print("copy bandwidth: {:.1f} GB/s ({}, {} MiB, median of {})\n", copy->gbps, copy->how, copy->bytes >> 20,
              std::max(reps, 10));
-  fmt::print("{:<28} {:<28} {:>11} {:>9} {:>7} {:>8}\n", "kernel", "layout", "median", "GB/s", "% copy", "TFLOP/s");
+  fmt::print("{:<28} {:<36} {:>11} {:>9} {:>7} {:>8}\n", "kernel", "layout", "median", "GB/s", "% copy", "TFLOP/s");
   auto printRow = [&](const Row& r) {
     std::string gbps = r.perIteration ? "-" : fmt::format("{:.1f}", r.gbps);
     std::string pct = r.perIteration ? "-" : fmt::format("{:.1f}%", percent(r.gbps));
     std::string tflops = r.tflops > 0 ? fmt::format("{:.2f}", r.tflops) : "-";
-    fmt::print("{:<28} {:<28} {:>8.4f} ms {:>9} {:>7} {:>8}\n", r.kernel, r.layout, r.ms, gbps, pct, tflops);
+    fmt::print("{:<28} {:<36} {:>8.4f} ms {:>9} {:>7} {:>8}\n", r.kernel, r.layout, r.ms, gbps, pct, tflops);
   };
   for (const Row& r : rows) printRow(r);
   printRow(total);
   bool graph = false;
 #if KILN_HAVE_CUDA
-  if (cuda::Program* p = (*exe)->cudaProgram()) graph = p->capturable();
+  if (cuda::Program* p = (*exe)->cudaProgram()) {
+    graph = p->capturable();
+    if (!p->libraryNote().empty()) fmt::print("note: {}", p->libraryNote());
+  }
 #endif
   fmt::print("median of {} runs after {} warm-up{}; kernels in a map/while body: time summed over iterations\n", reps,
              warmup, graph ? "; the step replays a CUDA graph, the kernels are timed without it" : "");

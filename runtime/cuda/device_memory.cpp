@@ -79,33 +79,42 @@ class Staging {
 
 }  // namespace
 
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (address_) api().cuMemFree(address_);
-    address_ = o.address_, bytes_ = o.bytes_;
-    o.address_ = 0, o.bytes_ = 0;
+namespace {
+
+// cuMemAlloc and cuMemFree under the caching allocator; out of memory is address 0, which makes
+// the allocator return its cached blocks and try once more.
+class DriverAllocator : public RawAllocator {
+ public:
+  Expected<uint64_t> allocate(size_t bytes) override {
+    CUdeviceptr address = 0;
+    CUresult r = api().cuMemAlloc(&address, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return uint64_t{0};
+    KILN_TRY(check(r, "cuMemAlloc"));
+    return static_cast<uint64_t>(address);
   }
-  return *this;
+  void free(uint64_t address) override { api().cuMemFree(static_cast<CUdeviceptr>(address)); }
+};
+
+// Never destroyed: buffers still alive at exit (in static objects) must not find it gone.
+CachingAllocator& allocator() {
+  static DriverAllocator& raw = *new DriverAllocator;
+  static CachingAllocator& cache = *new CachingAllocator(raw);
+  return cache;
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (address_) api().cuMemFree(address_);
-}
+}  // namespace
 
 Expected<DeviceBuffer> allocateDevice(size_t bytes, std::string_view what) {
-  DeviceBuffer buffer;
-  if (bytes == 0) return buffer;
-  CUresult r = api().cuMemAlloc(&buffer.address_, bytes);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-    size_t free = 0, total = 0;
-    api().cuMemGetInfo(&free, &total);
-    return Error("out of GPU memory: " + gib(bytes) + " for " + std::string(what) + ", but only " + gib(free) +
-                 " of " + gib(total) + " is free");
-  }
-  KILN_TRY(check(r, "cuMemAlloc", what));
-  buffer.bytes_ = bytes;
-  return buffer;
+  if (bytes == 0) return DeviceBuffer();
+  auto buffer = allocator().allocateBuffer(bytes);
+  if (buffer) return buffer;
+  size_t free = 0, total = 0;
+  api().cuMemGetInfo(&free, &total);
+  return Error(buffer.error().message() + "; for " + std::string(what) + ", with " + gib(free) + " of " + gib(total) +
+               " free on the GPU");
 }
+
+AllocatorStats deviceMemoryStats() { return allocator().stats(); }
 
 Status copyToDevice(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) {
   if (bytes == 0) return {};

@@ -8,30 +8,19 @@
 #include <string_view>
 
 #include "ir/status.h"
+#include "runtime/caching_allocator.h"
 
 namespace kiln::cuda {
 
-// Device bytes owned until destruction. Size 0 is allowed and holds no memory (address 0).
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : address_(o.address_), bytes_(o.bytes_) { o.address_ = 0, o.bytes_ = 0; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer();
+// Device bytes owned until destruction, from the process's caching allocator (so a step that
+// frees and allocates the same sizes again makes no cuMemAlloc call). Size 0 holds no memory.
+using DeviceBuffer = kiln::DeviceBuffer;
 
-  CUdeviceptr address() const { return address_; }
-  size_t bytes() const { return bytes_; }
-
- private:
-  friend Expected<DeviceBuffer> allocateDevice(size_t bytes, std::string_view what);
-  CUdeviceptr address_ = 0;
-  size_t bytes_ = 0;
-};
-
-// `bytes` of device memory on the current context, 256-byte aligned. Out of memory is an error
-// naming `what` ("%h of @mlp, f32[4096,4096]"), the size, and what the device has free.
+// `bytes` of device memory on the current context, 512-byte aligned, through the caching allocator
+// (runtime/caching_allocator.h; one per process, for the one device a process runs on). Out of
+// memory, after the allocator returned its cached blocks to the driver and tried again, is an
+// error naming `what` ("intermediate %h (f32[4096,4096])"), the size, what is in use and cached,
+// and what the device has free.
 Expected<DeviceBuffer> allocateDevice(size_t bytes, std::string_view what);
 
 // Host -> device on `stream`. Copies of 1 MiB and more go through pinned staging buffers (the DMA
@@ -40,5 +29,8 @@ Expected<DeviceBuffer> allocateDevice(size_t bytes, std::string_view what);
 Status copyToDevice(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
 // Device -> host on `stream`, after the work queued before it; returns when `dst` holds the bytes.
 Status copyToHost(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+
+// The caching allocator's figures (bytes in use, cached, peak), for reports.
+AllocatorStats deviceMemoryStats();
 
 }  // namespace kiln::cuda

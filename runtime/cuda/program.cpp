@@ -64,8 +64,14 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
     int lanes = group->kind == codegen::KernelKind::Row ? target.rowLanes() : 1;
     k.shape = launchShape(codegen::numWorkItems(*group, target), lanes, (*device)->multiprocessors(), perSm,
                           kThreadsPerBlock);
+    k.library = codegen::selectLibraryCall(*group);
     program->kernels_.push_back(k);
   }
+  program->prepareLibraries();
+  program->bufferPlan_ = BufferPlan::build(program->function(), program->plan());
+  auto arena = allocateDevice(program->bufferPlan_.arenaBytes(), "the intermediate values of @" + function.name());
+  if (!arena) return arena.error();
+  program->arena_ = std::move(*arena);
   for (const KernelThunk& k : program->kernels_) program->kernelOf_[k.group] = &k;
   program->hasRegions_ = hasRegionSteps(program->plan());
   auto status = allocateDevice(sizeof(int32_t), "the kernels' error word");
@@ -108,7 +114,9 @@ class Program::Run {
  private:
   Expected<CUdeviceptr> address(const Value* v) {
     if (auto it = addr_.find(v); it != addr_.end()) return it->second;
-    // Not bound by the caller: an intermediate, in the program's own memory.
+    // Not bound by the caller: an intermediate, in the arena (or, for a value the buffer plan does
+    // not place, a buffer of the program's own).
+    if (p_.bufferPlan_.has(v)) return addr_[v] = p_.arena_.address() + p_.bufferPlan_.offset(v);
     auto own = p_.ownBuffer(v, "intermediate");
     if (!own) return own.error();
     return addr_[v] = *own;
@@ -128,9 +136,6 @@ class Program::Run {
       if (!a) return a.error();
       args.push_back(*a);
     }
-    args.push_back(p_.statusWord_.address());
-    std::vector<void*> params;
-    for (CUdeviceptr& a : args) params.push_back(&a);
     std::optional<Timed> timed;
     if (options_.kernelMilliseconds) {
       auto start = Event::create();
@@ -140,13 +145,32 @@ class Program::Run {
       timed.emplace(Timed{group.name, std::move(*start), std::move(*end)});
       KILN_TRY(timed->start.record(p_.stream_.get()));
     }
-    KILN_CU(cuLaunchKernel, group.name, k.function, k.shape.blocks, 1, 1, k.shape.threadsPerBlock, 1, 1, 0,
-            p_.stream_.get(), params.data(), nullptr);
+    auto ranLibrary = callLibrary(k, args);
+    if (!ranLibrary) return ranLibrary.error();
+    if (!*ranLibrary) {
+      args.push_back(p_.statusWord_.address());
+      std::vector<void*> params;
+      for (CUdeviceptr& a : args) params.push_back(&a);
+      KILN_CU(cuLaunchKernel, group.name, k.function, k.shape.blocks, 1, 1, k.shape.threadsPerBlock, 1, 1, 0,
+              p_.stream_.get(), params.data(), nullptr);
+    }
     if (timed) {
       KILN_TRY(timed->end.record(p_.stream_.get()));
       timed_.push_back(std::move(*timed));
     }
     return {};
+  }
+
+  // True when cuBLASLt or cuDNN queued the group's work; false when the generated kernel must run
+  // (no library call selected or loaded, or the library found no algorithm for these shapes).
+  Expected<bool> callLibrary(const KernelThunk& k, const std::vector<CUdeviceptr>& buffers) {
+    Expected<LibraryOutcome> outcome = LibraryOutcome::NoAlgorithm;
+    if (auto* matmul = std::get_if<codegen::MatmulCall>(&k.library); matmul && p_.cublasLt_)
+      outcome = p_.cublasLt_->matmul(*matmul, buffers, p_.stream_.get(), k.group->name);
+    else if (auto* conv = std::get_if<codegen::ConvCall>(&k.library); conv && p_.cudnn_)
+      outcome = p_.cudnn_->forward(*conv, buffers, p_.stream_.get(), k.group->name);
+    if (!outcome) return outcome.error();
+    return *outcome == LibraryOutcome::Ran;
   }
 
  public:
@@ -255,6 +279,25 @@ class Program::Run {
   std::unordered_map<const Value*, CUdeviceptr> addr_;
   std::vector<Timed> timed_;
 };
+
+void Program::prepareLibraries() {
+  bool matmuls = false, convs = false;
+  for (const KernelThunk& k : kernels_) {
+    matmuls |= std::holds_alternative<codegen::MatmulCall>(k.library);
+    convs |= std::holds_alternative<codegen::ConvCall>(k.library);
+  }
+  // Loading cuBLASLt costs a fraction of a second: only for programs that call it.
+  if (matmuls) {
+    auto lt = CublasLt::create();
+    if (lt) cublasLt_ = std::move(*lt);
+    else libraryNote_ += "matmuls run as generated kernels: " + lt.error().message() + "\n";
+  }
+  if (convs) {
+    auto dnn = Cudnn::create();
+    if (dnn) cudnn_ = std::move(*dnn);
+    else libraryNote_ += "convolutions run as generated kernels: " + dnn.error().message() + "\n";
+  }
+}
 
 Expected<CUdeviceptr> Program::ownBuffer(const Value* v, std::string_view role) {
   if (auto it = own_.find(v); it != own_.end()) return it->second.address();

@@ -15,7 +15,11 @@
 #include "codegen/compile_cache.h"
 #include "codegen/compile_options.h"
 #include "codegen/cuda_compiler.h"
+#include "codegen/library_call.h"
+#include "runtime/buffer_plan.h"
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/cublaslt.h"
+#include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/graph.h"
 #include "runtime/cuda/module.h"
@@ -26,11 +30,14 @@
 
 namespace kiln::cuda {
 
-// A generated kernel, ready to launch.
+// One kernel group of the plan: a cuBLASLt or cuDNN call where codegen::selectLibraryCall chose
+// one and the library is usable, else (and whenever the library finds no algorithm) the generated
+// kernel, ready to launch.
 struct KernelThunk {
   const codegen::KernelGroup* group = nullptr;
   CUfunction function = nullptr;
   LaunchShape shape;
+  codegen::LibraryCall library;  // GeneratedKernel{reason} when the generated kernel runs
 };
 
 class Program {
@@ -52,6 +59,9 @@ class Program {
   const codegen::BlockPlan& plan() const { return *compiled_.plan; }
   const std::vector<KernelThunk>& kernels() const { return kernels_; }
   const Device& device() const { return *device_; }
+  // Why library calls that were selected run as generated kernels (cuBLASLt or cuDNN could not
+  // be loaded here); empty when none.
+  const std::string& libraryNote() const { return libraryNote_; }
   // Whether runs replay a captured CUDA graph (no host-driven regions, not disabled).
   bool capturable() const { return !hasRegions_; }
 
@@ -65,8 +75,11 @@ class Program {
   Status execute(const std::vector<CUdeviceptr>& params, const std::vector<CUdeviceptr>& results,
                  const ExecuteOptions& options);
   Status checkInputs(const std::vector<TensorType>& types) const;
-  // A device buffer that stays with the program (intermediate values, staging for host inputs).
+  // A device buffer that stays with the program (inputs and results of host runs).
   Expected<CUdeviceptr> ownBuffer(const Value* v, std::string_view role);
+  // Loads cuBLASLt / cuDNN where a thunk calls them; where one cannot be loaded its thunks fall
+  // back to their generated kernels, and libraryNote_ says so.
+  void prepareLibraries();
 
   codegen::CudaCompilation compiled_;
   Device* device_;
@@ -75,6 +88,13 @@ class Program {
   std::vector<KernelThunk> kernels_;
   std::unordered_map<const codegen::KernelGroup*, const KernelThunk*> kernelOf_;
   bool hasRegions_ = false;
+  std::string libraryNote_;
+  std::unique_ptr<CublasLt> cublasLt_;
+  std::unique_ptr<Cudnn> cudnn_;
+  // Intermediate values at their BufferPlan offsets in one arena, allocated once: the addresses
+  // stay fixed across runs, as a replayed graph needs.
+  BufferPlan bufferPlan_;
+  DeviceBuffer arena_;
   DeviceBuffer statusWord_;
   std::mutex mutex_;
   std::unordered_map<const Value*, DeviceBuffer> own_;
