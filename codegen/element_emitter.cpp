@@ -352,7 +352,11 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
     for (int64_t j = 0; j < width; ++j) {
       llvm::Value* linear = j ? b.CreateAdd(first, i64(j)) : first;
       ifThen(b.CreateICmpULT(linear, i64(n)), [&] {
-        for (size_t k : segment.outputs) store(k, linear, compute(k, elementIndex(j, linear), linear));
+        // Every output's value before any store, as in whole(): a result written over a donated
+        // input (runtime/donation.h) must not be read back by another output of the element.
+        std::vector<llvm::Value*> values;
+        for (size_t k : segment.outputs) values.push_back(compute(k, elementIndex(j, linear), linear));
+        for (size_t i = 0; i < segment.outputs.size(); ++i) store(segment.outputs[i], linear, values[i]);
         return Values{};
       }, {});
     }

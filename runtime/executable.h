@@ -34,6 +34,11 @@ struct ExecuteOptions {
   // CUDA: capture a step without host-driven regions as a CUDA graph on its first run with a set
   // of buffers, and replay it on later runs with the same buffers (one launch per step).
   bool cudaGraph = true;
+  // runOnDevice: inputs the caller will not use again (parameters being updated, optimizer
+  // state), by parameter index. A result may then be computed into such an input's memory and
+  // share it (runtime/donation.h says when), so an update happens in place; the donated
+  // DeviceTensor must not be read afterwards. Host runs ignore it.
+  std::vector<bool> donated;
   // Profiling (`kiln bench`), off when null. stepMilliseconds: how long the step took where it
   // runs, without copying inputs in or results out (CUDA: events around the device work; CPU: wall
   // clock). kernelMilliseconds: time per kernel name, summed over its launches in this run (CUDA:

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "codegen/nvptx_target.h"
+#include "runtime/donation.h"
 #include "runtime/cuda/driver.h"
 
 namespace kiln::cuda {
@@ -435,12 +436,30 @@ Expected<std::vector<DeviceTensor>> Program::runOnDevice(const std::vector<Devic
   KILN_TRY(device_->makeCurrent());
   std::vector<CUdeviceptr> params;
   for (const DeviceTensor& t : inputs) params.push_back(static_cast<CUdeviceptr>(t.address()));
-  // One new buffer per distinct result value (a value returned twice is one tensor).
+  // Results go into donated inputs where that is safe, else into one new buffer per distinct
+  // value (a value returned twice is one tensor).
   const Op& ret = *function().body().terminator();
+  std::vector<int> alias(ret.numOperands(), -1);
+  if (!options.donated.empty() && options.donated.size() != inputs.size())
+    return Error("ExecuteOptions::donated has " + std::to_string(options.donated.size()) + " entries for " +
+                 std::to_string(inputs.size()) + " inputs");
+  if (!options.donated.empty()) {
+    auto known = donations_.find(options.donated);
+    if (known == donations_.end())
+      known = donations_.emplace(options.donated, donatedResultBuffers(function(), plan(), options.donated)).first;
+    alias = known->second;
+  }
   std::unordered_map<const Value*, DeviceTensor> fresh;
   std::vector<DeviceTensor> out;
   std::vector<CUdeviceptr> results;
-  for (const Value* v : ret.operands()) {
+  for (size_t k = 0; k < ret.numOperands(); ++k) {
+    const Value* v = ret.operand(k);
+    if (alias[k] >= 0) {
+      const DeviceTensor& donor = inputs[static_cast<size_t>(alias[k])];
+      out.push_back(donor);
+      results.push_back(static_cast<CUdeviceptr>(donor.address()));
+      continue;
+    }
     auto it = fresh.find(v);
     if (it == fresh.end()) {
       auto tensor = DeviceTensor::uninitialized(v->type());

@@ -101,6 +101,8 @@ class Program {
   // Captured graphs by parameter and result addresses, and the address sets seen once.
   std::map<std::vector<CUdeviceptr>, GraphExec> graphs_;
   std::set<std::vector<CUdeviceptr>> warmedUp_;
+  // Which result goes into which donated input, per donation mask (donatedResultBuffers).
+  std::map<std::vector<bool>, std::vector<int>> donations_;
 };
 
 }  // namespace kiln::cuda

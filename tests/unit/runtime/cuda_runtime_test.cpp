@@ -181,6 +181,33 @@ TEST_F(CudaTest, BadPtxShowsTheJitLog) {
       << module.error().str();
 }
 
+// A donated parameter is updated in place: the result is the parameter's memory, with the values
+// a run without donation computes.
+TEST_F(CudaTest, DonatedParametersAreUpdatedInPlace) {
+  auto exe = compile(R"(func @main(%p: f32[100000], %g: f32[100000]) -> f32[100000] {
+  %lr = constant 0.1 : f32[]
+  %s = mul %g, %lr
+  %q = sub %p, %s
+  return %q
+}
+)");
+  ASSERT_TRUE(exe);
+  std::vector<Tensor> inputs = randomInputs(exe->function(), 9);
+  auto want = exe->run(inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  DeviceTensor p = *DeviceTensor::upload(inputs[0]), g = *DeviceTensor::upload(inputs[1]);
+  ExecuteOptions options;
+  options.donated = {true, false};
+  auto got = exe->runOnDevice({p, g}, options);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  EXPECT_EQ((*got)[0].address(), p.address());
+  EXPECT_EQ(*(*got)[0].download(), (*want)[0]);
+  options.donated = {true};
+  auto bad = exe->runOnDevice({(*got)[0], g}, options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message(), "ExecuteOptions::donated has 1 entries for 2 inputs");
+}
+
 TEST_F(CudaTest, KernelErrorsNameTheOp) {
   auto exe = compile(R"(func @main(%t: f32[5,3], %i: i32[2]) -> f32[2,3] {
   %g = gather %t, %i {axis = 0}
