@@ -10,6 +10,21 @@
 
 namespace kiln {
 
+Status checkInputTypes(const Function& f, const std::vector<TensorType>& given) {
+  std::vector<Value*> params = f.params();
+  if (given.size() != params.size())
+    return Error("@" + f.name() + " takes " + std::to_string(params.size()) + " input" +
+                 (params.size() == 1 ? "" : "s") + ", got " + std::to_string(given.size()));
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (given[i] != params[i]->type()) {
+      std::string name = params[i]->name().empty() ? "" : " (%" + params[i]->name() + ")";
+      return Error("input " + std::to_string(i) + name + ": expected " + params[i]->type().str() + ", got " +
+                   given[i].str());
+    }
+  }
+  return {};
+}
+
 Executable::Executable(std::unique_ptr<Module> module, const Function* function,
                        std::unique_ptr<codegen::BlockPlan> plan)
     : module_(std::move(module)),

@@ -47,6 +47,10 @@ struct ExecuteOptions {
   std::map<std::string, double>* kernelMilliseconds = nullptr;
 };
 
+// Ok when `given` are exactly the parameter types of `function`; else "@f takes 2 inputs, got 1"
+// or "input 1 (%b): expected f32[1000], got f16[1000]". Every backend checks its inputs so.
+Status checkInputTypes(const Function& function, const std::vector<TensorType>& given);
+
 // The Executable compiles and owns an optimised copy of the Function it is given (its plan names
 // the copy's ops and values); the caller's Function is never changed and need not outlive it.
 // run() may be called any number of times, also from several threads at once (each call allocates

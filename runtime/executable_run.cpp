@@ -107,15 +107,10 @@ class ExecutionContext {
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) {
     const Function& f = *exe_.function_;
     std::vector<Value*> params = f.params();
-    if (inputs.size() != params.size())
-      return Error("@" + f.name() + " takes " + std::to_string(params.size()) + " input" +
-                   (params.size() == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()));
+    std::vector<TensorType> types;
+    for (const Tensor& t : inputs) types.push_back(t.type());
+    KILN_TRY(checkInputTypes(f, types));
     for (size_t i = 0; i < params.size(); ++i) {
-      if (inputs[i].type() != params[i]->type()) {
-        std::string name = params[i]->name().empty() ? "" : " (%" + params[i]->name() + ")";
-        return Error("input " + std::to_string(i) + name + ": expected " + params[i]->type().str() + ", got " +
-                     inputs[i].type().str());
-      }
       // Kernels never write their inputs, so parameters use the caller's memory directly.
       borrow(params[i], static_cast<const uint8_t*>(inputs[i].data()));
     }

@@ -310,22 +310,6 @@ Expected<CUdeviceptr> Program::ownBuffer(const Value* v, std::string_view role) 
   return address;
 }
 
-Status Program::checkInputs(const std::vector<TensorType>& types) const {
-  const Function& f = function();
-  std::vector<Value*> params = f.params();
-  if (types.size() != params.size())
-    return Error("@" + f.name() + " takes " + std::to_string(params.size()) + " input" +
-                 (params.size() == 1 ? "" : "s") + ", got " + std::to_string(types.size()));
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (types[i] != params[i]->type()) {
-      std::string name = params[i]->name().empty() ? "" : " (%" + params[i]->name() + ")";
-      return Error("input " + std::to_string(i) + name + ": expected " + params[i]->type().str() + ", got " +
-                   types[i].str());
-    }
-  }
-  return {};
-}
-
 Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vector<CUdeviceptr>& results,
                         const ExecuteOptions& options) {
   const Function& f = function();
@@ -399,7 +383,7 @@ Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vecto
 Expected<std::vector<Tensor>> Program::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) {
   std::vector<TensorType> types;
   for (const Tensor& t : inputs) types.push_back(t.type());
-  KILN_TRY(checkInputs(types));
+  KILN_TRY(checkInputTypes(function(), types));
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_TRY(device_->makeCurrent());
   const Function& f = function();
@@ -431,7 +415,7 @@ Expected<std::vector<DeviceTensor>> Program::runOnDevice(const std::vector<Devic
                                                  const ExecuteOptions& options) {
   std::vector<TensorType> types;
   for (const DeviceTensor& t : inputs) types.push_back(t.type());
-  KILN_TRY(checkInputs(types));
+  KILN_TRY(checkInputTypes(function(), types));
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_TRY(device_->makeCurrent());
   std::vector<CUdeviceptr> params;

@@ -74,7 +74,6 @@ class Program {
   // the function's. Replays (or captures) a graph when allowed.
   Status execute(const std::vector<CUdeviceptr>& params, const std::vector<CUdeviceptr>& results,
                  const ExecuteOptions& options);
-  Status checkInputs(const std::vector<TensorType>& types) const;
   // A device buffer that stays with the program (inputs and results of host runs).
   Expected<CUdeviceptr> ownBuffer(const Value* v, std::string_view role);
   // Loads cuBLASLt / cuDNN where a thunk calls them; where one cannot be loaded its thunks fall
