@@ -22,3 +22,11 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%examples", os.path.join(config.kiln_source_dir, "examples")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+# ONNX import tests need the importer built (libonnx-dev, protobuf), protoc to encode their
+# text-format models, and the ONNX backend test data (libonnx-testdata).
+if config.kiln_have_onnx == "ON" and config.protoc and os.path.isdir(config.onnx_node_tests):
+    config.available_features.add("onnx")
+    config.substitutions.append(("%onnx_node", config.onnx_node_tests))
+    # Encodes a text-format ModelProto (Inputs/*.textproto) into a binary .onnx file.
+    config.substitutions.append(
+        ("%encode_onnx", config.protoc + " --encode=onnx.ModelProto -I/usr/include onnx/onnx.proto"))
