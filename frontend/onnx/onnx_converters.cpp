@@ -13,6 +13,9 @@ const ConverterTable& converters() {
     addLinalgConverters(t);
     addLayoutConverters(t);
     addTensorConverters(t);
+    addIndexingConverters(t);
+    addLossConverters(t);
+    addNnConverters(t);
     return t;
   }();
   return table;

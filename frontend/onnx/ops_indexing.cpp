@@ -1,0 +1,155 @@
+// Indexing ONNX ops spelt with kiln's iota, compare and select: GatherElements (a one-hot pick
+// along the axis, summed: exact, as every other term is a zero), Hardmax, Trilu, EyeLike, OneHot.
+#include "frontend/onnx/onnx_converters.h"
+#include "frontend/onnx/onnx_indexing.h"
+#include "frontend/onnx/onnx_tensor.h"
+
+namespace kiln::onnx_import {
+
+Value* wrapNegative(NodeContext& c, Value* idx, int64_t n) {
+  Value* zero = c.scalarLike(idx, 0);
+  return c.op(OpKind::Select, {c.op(OpKind::Lt, {idx, zero}), c.op(OpKind::Add, {idx, c.scalarLike(idx, static_cast<double>(n))}), idx});
+}
+
+// out[p] = data[p with p_axis := idx[p]]: data (cut to idx's shape off the axis) gets a new axis
+// for p_axis before `axis`, a one-hot mask marks k == idx[p], and the sum over k picks the value.
+Value* gatherAlongAxis(NodeContext& c, Value* data, Value* idx, int64_t axis) {
+  if (!data || !idx) return nullptr;
+  Shape s = idx->type().shape;
+  const Shape& d = data->type().shape;
+  int64_t n = d[static_cast<size_t>(axis)];
+  std::vector<int64_t> ends;
+  for (size_t j = 0; j < s.size(); ++j) ends.push_back(static_cast<int64_t>(j) == axis ? n : s[j]);
+  Value* x = c.op(OpKind::Slice, {data}, {{"starts", Attr::ints(std::vector<int64_t>(s.size(), 0))}, {"ends", Attr::ints(ends)}});
+  Shape wide = s;  // [.., S_axis, n, ..]
+  wide.insert(wide.begin() + axis + 1, n);
+  Shape xShape = ends;
+  xShape.insert(xShape.begin() + axis, 1);
+  Shape idxShape = s;
+  idxShape.insert(idxShape.begin() + axis + 1, 1);
+  Value* xb = c.op(OpKind::BroadcastTo, {c.reshape(x, xShape)}, {{"shape", Attr::ints(wide)}});
+  Value* k = c.b().iota({idx->type().dtype, wide}, axis + 1);
+  Value* mask = c.op(OpKind::Eq, {k, c.reshape(wrapNegative(c, idx, n), idxShape)});
+  DType t = data->type().dtype;
+  DType sumType = isNum(t) ? t : DType::I32;  // bools pick as 0/1
+  Value* zeros = c.scalar(sumType, 0);
+  Value* picked = c.op(OpKind::Select, {mask, c.cast(xb, sumType), zeros});
+  return c.cast(c.op(OpKind::ReduceSum, {picked}, {{"axes", Attr::ints({axis + 1})}}), t);
+}
+
+namespace {
+
+Status gatherElements(NodeContext& c) {
+  auto data = c.input(0);
+  if (!data) return data.error();
+  auto idx = c.input(1);
+  if (!idx) return idx.error();
+  int rank = (*data)->type().rank();
+  if ((*idx)->type().rank() != rank) return c.error("indices must have the data's rank " + std::to_string(rank));
+  int64_t axis = c.intAttr("axis", 0);
+  if (axis < -rank || axis >= rank) return c.error("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  return c.result(gatherAlongAxis(c, *data, *idx, axis));
+}
+
+// Hardmax: 1 at the first maximum along `axis` (opset 13; before, the 2-D coercion as Softmax).
+Status hardmax(NodeContext& c) {
+  auto x = c.input(0);
+  if (!x) return x.error();
+  const TensorType& t = (*x)->type();
+  int rank = t.rank();
+  bool coerce2d = c.opset() < 13;
+  int64_t axis = c.intAttr("axis", coerce2d ? 1 : -1);
+  if (axis < -rank || axis >= rank) return c.error("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  Value* in = *x;
+  int64_t reduceAxis = axis;
+  if (coerce2d) {
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < rank; ++i) (i < axis ? outer : inner) *= t.shape[static_cast<size_t>(i)];
+    in = c.reshape(in, {outer, inner});
+    reduceAxis = 1;
+  }
+  Value* arg = c.op(OpKind::Argmax, {in}, {{"axis", Attr(reduceAxis)}, {"keepdims", Attr(true)}});
+  Value* k = c.b().iota({DType::I64, in ? in->type().shape : Shape{}}, reduceAxis);
+  Value* y = c.cast(c.op(OpKind::Eq, {k, arg}), t.dtype);
+  return c.result(c.reshape(y, t.shape));
+}
+
+// Trilu: keep j - i <= k (lower) or j - i >= k (upper) over the last two dims.
+Status trilu(NodeContext& c) {
+  auto x = c.input(0);
+  if (!x) return x.error();
+  const TensorType& t = (*x)->type();
+  if (t.rank() < 2) return c.error("needs rank >= 2, got " + t.str());
+  int64_t k = 0;
+  if (c.hasInput(1)) {
+    auto kv = c.staticInts(1, "k");
+    if (!kv) return kv.error();
+    if (kv->size() != 1) return c.error("k must be a scalar");
+    k = (*kv)[0];
+  }
+  Shape plane(t.shape.end() - 2, t.shape.end());
+  Value* diff = c.op(OpKind::Sub, {c.b().iota({DType::I64, plane}, 1), c.b().iota({DType::I64, plane}, 0)});
+  Value* kk = c.scalar(DType::I64, static_cast<double>(k));
+  Value* keep = c.op(c.intAttr("upper", 1) ? OpKind::Ge : OpKind::Le, {diff, kk});
+  Value* zero = isNum(t.dtype) ? c.scalarLike(*x, 0) : c.scalar(t.dtype, 0);
+  return c.result(c.op(OpKind::Select, {keep, *x, zero}));
+}
+
+// EyeLike: ones on the diagonal shifted by k, of the input's shape and `dtype` (default: its own).
+Status eyeLike(NodeContext& c) {
+  auto x = c.input(0);
+  if (!x) return x.error();
+  const TensorType& t = (*x)->type();
+  if (t.rank() != 2) return c.error("needs a 2-D input, got " + t.str());
+  DType dtype = t.dtype;
+  if (c.hasAttr("dtype")) {
+    auto d = dtypeFromOnnx(static_cast<int32_t>(c.intAttr("dtype", 1)));
+    if (!d) return c.unsupported("dtype " + onnxDTypeName(static_cast<int32_t>(c.intAttr("dtype", 1))));
+    dtype = *d;
+  }
+  Value* diff = c.op(OpKind::Sub, {c.b().iota({DType::I64, t.shape}, 1), c.b().iota({DType::I64, t.shape}, 0)});
+  Value* on = c.op(OpKind::Eq, {diff, c.scalar(DType::I64, static_cast<double>(c.intAttr("k", 0)))});
+  return c.result(c.cast(on, dtype));
+}
+
+// OneHot(indices, depth, values=[off, on]): a new axis of size depth, on where k == index.
+Status oneHot(NodeContext& c) {
+  auto idx = c.input(0);
+  if (!idx) return idx.error();
+  auto depthT = c.staticInput(1, "depth");
+  if (!depthT) return depthT.error();
+  if (depthT->numElements() != 1) return c.error("depth must hold one value");
+  int64_t depth = static_cast<int64_t>(depthT->getDouble(0));
+  auto values = c.input(2);
+  if (!values) return values.error();
+  Shape s = (*idx)->type().shape;
+  int outRank = static_cast<int>(s.size()) + 1;
+  int64_t axis = c.intAttr("axis", -1);
+  if (axis < -outRank || axis >= outRank) return c.error("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += outRank;
+  Shape out = s, idxShape = s;
+  out.insert(out.begin() + axis, depth);
+  idxShape.insert(idxShape.begin() + axis, 1);
+  Value* index = c.cast(*idx, DType::I64);
+  if (isFloat((*idx)->type().dtype)) index = c.cast(*idx, DType::I64);  // ONNX truncates float indices
+  index = wrapNegative(c, index, depth);
+  Value* k = c.b().iota({DType::I64, out}, axis);
+  Value* on = c.op(OpKind::Eq, {k, c.reshape(index, idxShape)});
+  Value* offValue = c.reshape(c.op(OpKind::Slice, {*values}, {{"starts", Attr::ints({0})}, {"ends", Attr::ints({1})}}), {});
+  Value* onValue = c.reshape(c.op(OpKind::Slice, {*values}, {{"starts", Attr::ints({1})}, {"ends", Attr::ints({2})}}), {});
+  return c.result(c.op(OpKind::Select, {on, onValue, offValue}));
+}
+
+}  // namespace
+
+void addIndexingConverters(ConverterTable& t) {
+  t["GatherElements"] = gatherElements;
+  t["Hardmax"] = hardmax;
+  t["Trilu"] = trilu;
+  t["EyeLike"] = eyeLike;
+  t["OneHot"] = oneHot;
+}
+
+}  // namespace kiln::onnx_import
