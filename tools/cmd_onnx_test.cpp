@@ -215,6 +215,7 @@ int run(const Command& c, const Args& args) {
   if (!newlyPassing.empty())
     fmt::print("onnx: {} test(s) pass that the expected list lacks (add them): {}\n", newlyPassing.size(), fmt::join(newlyPassing, " "));
   if (regressions.empty()) return kExitOk;
+  std::fflush(stdout);  // the summary before the verdict, also when both go to one pipe
   fmt::print(stderr, "onnx: {} test(s) of the expected pass list did not pass: {}\n", regressions.size(), fmt::join(regressions, " "));
   return kExitError;
 }

@@ -16,6 +16,7 @@ const ConverterTable& converters() {
     addIndexingConverters(t);
     addLossConverters(t);
     addNnConverters(t);
+    addScanConverters(t);
     return t;
   }();
   return table;

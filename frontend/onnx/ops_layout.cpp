@@ -229,12 +229,38 @@ Status gather(NodeContext& c) {
   return c.result(c.op(OpKind::Gather, {*x, *idx}, {{"axis", Attr(c.intAttr("axis", 0))}}));
 }
 
-// Pad, constant mode only: pads and value are attributes before opset 11, inputs from 11.
+Value* sliceAxis(NodeContext& c, Value* x, int64_t axis, int64_t start, int64_t end, int64_t step) {
+  return c.op(OpKind::Slice, {x}, {{"starts", Attr::ints({start})}, {"ends", Attr::ints({end})}, {"axes", Attr::ints({axis})},
+                                   {"steps", Attr::ints({step})}});
+}
+
+// Edge and reflect padding, one axis at a time: concat(before, x, after) of (reversed) slices.
+Value* padBorders(NodeContext& c, Value* x, const std::vector<int64_t>& pads, bool reflect) {
+  int rank = x->type().rank();
+  for (int64_t axis = 0; axis < rank && x; ++axis) {
+    int64_t b = pads[static_cast<size_t>(axis)], e = pads[static_cast<size_t>(rank + axis)];
+    int64_t n = x->type().shape[static_cast<size_t>(axis)];
+    if (b == 0 && e == 0) continue;
+    std::vector<Value*> parts;
+    auto repeated = [&](int64_t at, int64_t count) {
+      Shape shape = x->type().shape;
+      shape[static_cast<size_t>(axis)] = count;
+      return c.op(OpKind::BroadcastTo, {sliceAxis(c, x, axis, at, at + 1, 1)}, {{"shape", Attr::ints(shape)}});
+    };
+    if (b > 0) parts.push_back(reflect ? sliceAxis(c, x, axis, b, 0, -1) : repeated(0, b));
+    parts.push_back(x);
+    if (e > 0) parts.push_back(reflect ? sliceAxis(c, x, axis, n - 2, n - 2 - e, -1) : repeated(n - 1, e));
+    x = c.op(OpKind::Concat, parts, {{"axis", Attr(axis)}});
+  }
+  return x;
+}
+
+// Pad: pads and value are attributes before opset 11, inputs from 11; modes constant, edge, reflect.
 Status pad(NodeContext& c) {
   auto x = c.input(0);
   if (!x) return x.error();
   std::string mode = c.stringAttr("mode", "constant");
-  if (mode != "constant") return c.unsupported("mode '" + mode + "'");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") return c.unsupported("mode '" + mode + "'");
   std::vector<int64_t> pads;
   double value = 0;
   if (c.opset() < 11) {
@@ -251,6 +277,16 @@ Status pad(NodeContext& c) {
       value = v->getDouble(0);
     }
     if (c.hasInput(3)) return c.unsupported("the axes input");
+  }
+  if (mode != "constant") {
+    int rank = (*x)->type().rank();
+    if (pads.size() != 2 * static_cast<size_t>(rank)) return c.error("needs 2 pads per axis");
+    for (size_t i = 0; i < pads.size(); ++i) {
+      int64_t n = (*x)->type().shape[i % static_cast<size_t>(rank)];
+      if (pads[i] < 0 || (mode == "reflect" ? pads[i] >= n : (pads[i] > 0 && n == 0)))
+        return c.error("pads " + shapeStr(pads) + " do not fit mode '" + mode + "' on " + (*x)->type().str());
+    }
+    return c.result(padBorders(c, *x, pads, mode == "reflect"));
   }
   return c.result(c.op(OpKind::Pad, {*x}, {{"pads", Attr::ints(pads)}, {"value", Attr(value)}}));
 }

@@ -89,6 +89,83 @@ Status conv(NodeContext& c) {
   return c.result(rank == 3 ? drop(c, y) : y);
 }
 
+// ConvTranspose as a convolution: zeros between input elements (stride - 1 of them, by a reshape,
+// an end pad and a reshape), padding of (kernel extent - 1 - pad) on each side (negative pads crop),
+// and the kernel flipped with its in/out channels swapped per group.
+Status convTranspose(NodeContext& c) {
+  auto x = c.input(0);
+  if (!x) return x.error();
+  auto wt = c.input(1);
+  if (!wt) return wt.error();
+  int rank = (*x)->type().rank();
+  if (rank != 3 && rank != 4) return c.unsupported(std::to_string(rank - 2) + "-D transposed convolution");
+  Value* in = *x;
+  Value* filter = *wt;
+  const Shape& ws = (*wt)->type().shape;
+  Shape spatial((*x)->type().shape.begin() + 2, (*x)->type().shape.end());
+  size_t n = spatial.size();
+  std::vector<int64_t> kernel = c.intsAttr("kernel_shape").value_or(std::vector<int64_t>(ws.begin() + 2, ws.end()));
+  std::vector<int64_t> strides = c.intsAttr("strides").value_or(std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dil = c.intsAttr("dilations").value_or(std::vector<int64_t>(n, 1));
+  std::vector<int64_t> outPad = c.intsAttr("output_padding").value_or(std::vector<int64_t>(n, 0));
+  std::vector<int64_t> pads = c.intsAttr("pads").value_or(std::vector<int64_t>(2 * n, 0));
+  if (kernel.size() != n || strides.size() != n || dil.size() != n || outPad.size() != n || pads.size() != 2 * n)
+    return c.error("kernel_shape, strides, dilations, output_padding and pads do not match the spatial dims");
+  std::string autoPad = c.stringAttr("auto_pad", "NOTSET");
+  auto outShape = c.intsAttr("output_shape");
+  if (outShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t extent = (kernel[i] - 1) * dil[i] + 1;
+      int64_t want = outShape ? (*outShape)[outShape->size() - n + i] : spatial[i] * strides[i];
+      int64_t total = strides[i] * (spatial[i] - 1) + outPad[i] + extent - want;
+      // ONNX's reference divides with floor (Python's //): a negative total grows the end.
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      bool upper = autoPad == "SAME_UPPER";
+      pads[i] = upper ? half : total - half;
+      pads[i + n] = total - pads[i];
+    }
+  }
+  int64_t group = c.intAttr("group", 1);
+  int64_t cin = ws[0], coutPerGroup = ws[1];
+  if (rank == 3) {
+    in = lift(c, in);
+    filter = lift(c, filter);
+    spatial.insert(spatial.begin(), 1);
+    kernel.insert(kernel.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    outPad.insert(outPad.begin(), 0);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  const Shape& xs = in->type().shape;
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  // Zeros between elements: [N,C,H,1,W,1] padded to [N,C,H,sh,W,sw], flattened, trailing zeros cut.
+  Value* up = c.reshape(in, {N, C, H, 1, W, 1});
+  up = c.op(OpKind::Pad, {up}, {{"pads", Attr::ints({0, 0, 0, 0, 0, 0, 0, 0, 0, strides[0] - 1, 0, strides[1] - 1})}});
+  up = c.reshape(up, {N, C, H * strides[0], W * strides[1]});
+  std::vector<int64_t> convPads(8, 0);
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t extent = (kernel[i] - 1) * dil[i] + 1;
+    convPads[2 + i] = extent - 1 - pads[i];
+    // The flattening left stride - 1 zeros after the last element: take them off the end pad.
+    convPads[6 + i] = extent - 1 - pads[i + 2] + outPad[i] - (strides[i] - 1);
+  }
+  up = c.op(OpKind::Pad, {up}, {{"pads", Attr::ints(convPads)}});
+  // Kernel [Cin, Cout/g, kh, kw] -> [Cout, Cin/g, kh, kw], flipped in both spatial dims.
+  Value* k = c.reshape(filter, {group, cin / group, coutPerGroup, kernel[0], kernel[1]});
+  k = c.op(OpKind::Transpose, {k}, {{"perm", Attr::ints({0, 2, 1, 3, 4})}});
+  k = c.reshape(k, {group * coutPerGroup, cin / group, kernel[0], kernel[1]});
+  k = c.op(OpKind::Slice, {k}, {{"starts", Attr::ints({-1, -1})}, {"ends", Attr::ints({INT64_MIN, INT64_MIN})},
+                                {"axes", Attr::ints({2, 3})}, {"steps", Attr::ints({-1, -1})}});
+  Value* y = c.op(OpKind::Conv2d, {up, k}, {{"dilations", Attr::ints(dil)}, {"groups", Attr(group)}});
+  if (c.hasInput(2)) {
+    auto b = c.input(2);
+    if (!b) return b.error();
+    y = c.op(OpKind::Add, {y, c.reshape(*b, {1, (*b)->type().numElements(), 1, 1})});
+  }
+  return c.result(rank == 3 ? drop(c, y) : y);
+}
+
 // MaxPool and AveragePool. ceil_mode adds end padding so the last partial window counts (kiln's
 // pooling leaves padding out of max and average alike); count_include_pad pads with zeros first.
 template <OpKind K>
@@ -237,6 +314,7 @@ Status spaceToDepth(NodeContext& c) {
 
 void addNnConverters(ConverterTable& t) {
   t["Conv"] = conv;
+  t["ConvTranspose"] = convTranspose;
   t["MaxPool"] = pool<OpKind::MaxPool2d>;
   t["AveragePool"] = pool<OpKind::AvgPool2d>;
   t["GlobalAveragePool"] = globalPool<OpKind::ReduceMean>;
