@@ -1,5 +1,6 @@
 // Indexing ONNX ops spelt with kiln's iota, compare and select: GatherElements (a one-hot pick
-// along the axis, summed: exact, as every other term is a zero), Hardmax, Trilu, EyeLike, OneHot.
+// along the axis, summed: exact, as every other term is a zero), GatherND (linear indices and a
+// gather), Hardmax, Trilu, EyeLike, OneHot.
 #include "frontend/onnx/onnx_converters.h"
 #include "frontend/onnx/onnx_indexing.h"
 #include "frontend/onnx/onnx_tensor.h"
@@ -142,9 +143,46 @@ Status oneHot(NodeContext& c) {
   return c.result(c.op(OpKind::Select, {on, onValue, offValue}));
 }
 
+// GatherND: each index row (the last axis of indices, k long) addresses data's dims b..b+k-1
+// (b = batch_dims, whose positions the index rows share with data); the rows become linear
+// indices into data flattened over its first b + k dims, and a gather along axis 0 picks.
+Status gatherND(NodeContext& c) {
+  auto data = c.input(0);
+  if (!data) return data.error();
+  auto idxIn = c.input(1);
+  if (!idxIn) return idxIn.error();
+  const Shape& d = (*data)->type().shape;
+  const Shape& is = (*idxIn)->type().shape;
+  int64_t b = c.intAttr("batch_dims", 0);
+  if (is.empty()) return c.error("indices must have rank >= 1");
+  int64_t k = is.back();
+  if (b < 0 || b + k > static_cast<int64_t>(d.size()) || b >= static_cast<int64_t>(is.size()))
+    return c.error("indices " + shapeStr(is) + " do not fit data " + shapeStr(d) + " with batch_dims " + std::to_string(b));
+  Shape rows(is.begin(), is.end() - 1);  // one linear index per row
+  Value* idx = c.cast(*idxIn, DType::I64);
+  Value* linear = nullptr;
+  for (int64_t j = 0; j < b; ++j) {
+    Value* pos = c.b().iota({DType::I64, rows}, j);
+    linear = linear ? c.op(OpKind::Add, {c.op(OpKind::Mul, {linear, c.scalar(DType::I64, static_cast<double>(d[static_cast<size_t>(j)]))}), pos}) : pos;
+  }
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t n = d[static_cast<size_t>(b + j)];
+    Value* part = c.reshape(c.op(OpKind::Slice, {idx}, {{"starts", Attr::ints({j})}, {"ends", Attr::ints({j + 1})}, {"axes", Attr::ints({-1})}}), rows);
+    part = wrapNegative(c, part, n);
+    linear = linear ? c.op(OpKind::Add, {c.op(OpKind::Mul, {linear, c.scalar(DType::I64, static_cast<double>(n))}), part}) : part;
+  }
+  if (!linear) linear = c.b().constant(Tensor(TensorType{DType::I64, rows}));  // k = 0, b = 0: row 0 everywhere
+  int64_t outer = 1;
+  for (int64_t j = 0; j < b + k; ++j) outer *= d[static_cast<size_t>(j)];
+  Shape flat = {outer};
+  flat.insert(flat.end(), d.begin() + b + k, d.end());
+  return c.result(c.op(OpKind::Gather, {c.reshape(*data, flat), linear}, {{"axis", Attr(int64_t{0})}}));
+}
+
 }  // namespace
 
 void addIndexingConverters(ConverterTable& t) {
+  t["GatherND"] = gatherND;
   t["GatherElements"] = gatherElements;
   t["Hardmax"] = hardmax;
   t["Trilu"] = trilu;

@@ -225,6 +225,31 @@ Status globalPool(NodeContext& c) {
   return c.result(c.op(K, {*x}, {{"axes", Attr::ints(spatialAxes((*x)->type().rank()))}, {"keepdims", Attr(true)}}));
 }
 
+// Training mode (opset 14): normalise with the batch's own mean and (population) variance over
+// every axis but 1; also output running_mean/var = old * momentum + batch * (1 - momentum).
+Status batchNormTraining(NodeContext& c, const std::vector<Value*>& in) {
+  int rank = in[0]->type().rank();
+  std::vector<int64_t> axes = {0};
+  for (int64_t i = 2; i < rank; ++i) axes.push_back(i);
+  Shape bs(static_cast<size_t>(rank), 1);
+  bs[1] = in[0]->type().shape[1];
+  AttrList keep = {{"axes", Attr::ints(axes)}, {"keepdims", Attr(true)}};
+  Value* mean = c.op(OpKind::ReduceMean, {in[0]}, keep);
+  Value* d = c.op(OpKind::Sub, {in[0], mean});
+  Value* var = c.op(OpKind::ReduceMean, {c.op(OpKind::Mul, {d, d})}, keep);
+  Value* inv = c.op(OpKind::Rsqrt, {c.op(OpKind::Add, {var, c.scalarLike(in[0], c.floatAttr("epsilon", 1e-5f))})});
+  Value* y = c.op(OpKind::Add, {c.op(OpKind::Mul, {c.op(OpKind::Mul, {d, inv}), c.reshape(in[1], bs)}), c.reshape(in[2], bs)});
+  double momentum = c.floatAttr("momentum", 0.9f);
+  Shape channels = {bs[1]};
+  auto running = [&](Value* old, Value* batch) {
+    return c.op(OpKind::Add, {c.op(OpKind::Mul, {old, c.scalarLike(old, momentum)}),
+                              c.op(OpKind::Mul, {c.reshape(batch, channels), c.scalarLike(old, 1 - momentum)})});
+  };
+  c.setOutput(1, running(in[3], mean));
+  c.setOutput(2, running(in[4], var));
+  return c.result(y);
+}
+
 Status batchNorm(NodeContext& c) {
   std::vector<Value*> in;
   for (size_t i = 0; i < 5; ++i) {
@@ -232,8 +257,8 @@ Status batchNorm(NodeContext& c) {
     if (!v) return v.error();
     in.push_back(*v);
   }
-  if (c.intAttr("training_mode", 0) || c.wantsOutput(1) || c.wantsOutput(2)) return c.unsupported("training mode");
   int rank = in[0]->type().rank();
+  if (c.intAttr("training_mode", 0) || c.wantsOutput(1) || c.wantsOutput(2)) return batchNormTraining(c, in);
   if (rank == 4) return c.result(c.op(OpKind::BatchNorm, in, {{"epsilon", Attr(static_cast<double>(c.floatAttr("epsilon", 1e-5f)))}}));
   // Other ranks: (x - mean) / sqrt(var + eps) * scale + bias with [C] lined up on axis 1.
   Shape bs(static_cast<size_t>(rank), 1);
