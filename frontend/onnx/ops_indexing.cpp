@@ -179,9 +179,71 @@ Status gatherND(NodeContext& c) {
   return c.result(c.op(OpKind::Gather, {c.reshape(*data, flat), linear}, {{"axis", Attr(int64_t{0})}}));
 }
 
+// ReverseSequence: along time_axis, the first sequence_lens[b] steps of batch b reversed, the rest
+// kept: a GatherElements with index t < len ? len - 1 - t : t.
+Status reverseSequence(NodeContext& c) {
+  auto x = c.input(0);
+  if (!x) return x.error();
+  auto lens = c.input(1);
+  if (!lens) return lens.error();
+  const Shape& s = (*x)->type().shape;
+  int64_t timeAxis = c.intAttr("time_axis", 0), batchAxis = c.intAttr("batch_axis", 1);
+  if (s.size() < 2 || (timeAxis != 0 && timeAxis != 1) || batchAxis != 1 - timeAxis) return c.error("needs time_axis and batch_axis to be 0 and 1");
+  Shape lensShape(s.size(), 1);
+  lensShape[static_cast<size_t>(batchAxis)] = s[static_cast<size_t>(batchAxis)];
+  Value* len = c.reshape(c.cast(*lens, DType::I64), lensShape);
+  Value* t = c.b().iota({DType::I64, s}, timeAxis);
+  Value* reversed = c.op(OpKind::Sub, {c.op(OpKind::Sub, {len, c.scalar(DType::I64, 1)}), t});
+  Value* idx = c.op(OpKind::Select, {c.op(OpKind::Lt, {t, len}), reversed, t});
+  return c.result(gatherAlongAxis(c, *x, idx, timeAxis));
+}
+
+// TopK along `axis`: element i's rank is the count of elements before it in the order (larger
+// first, or smaller with largest = 0; ties by index); output slot r takes the element of rank r.
+Status topK(NodeContext& c) {
+  auto x = c.input(0);
+  if (!x) return x.error();
+  auto kv = c.staticInts(1, "K");
+  if (!kv) return kv.error();
+  if (kv->size() != 1) return c.error("K must hold one value");
+  const Shape& s = (*x)->type().shape;
+  int rank = static_cast<int>(s.size());
+  int64_t axis = c.intAttr("axis", -1);
+  if (axis < -rank || axis >= rank) return c.error("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  int64_t n = s[static_cast<size_t>(axis)], k = (*kv)[0];
+  if (k < 0 || k > n) return c.error("K = " + std::to_string(k) + " is outside [0, " + std::to_string(n) + "]");
+  bool largest = c.intAttr("largest", 1) != 0;
+  Shape wide = s;  // [.., i, j, ..]: compare element i with element j
+  wide.insert(wide.begin() + axis + 1, n);
+  Shape asI = s, asJ = s;
+  asI.insert(asI.begin() + axis + 1, 1);
+  asJ.insert(asJ.begin() + axis, 1);
+  Value* xi = c.reshape(*x, asI);
+  Value* xj = c.reshape(*x, asJ);
+  Value* i = c.b().iota({DType::I64, wide}, axis);
+  Value* j = c.b().iota({DType::I64, wide}, axis + 1);
+  Value* before = c.op(OpKind::Or, {c.op(largest ? OpKind::Gt : OpKind::Lt, {xj, xi}),
+                                    c.op(OpKind::And, {c.op(OpKind::Eq, {xj, xi}), c.op(OpKind::Lt, {j, i})})});
+  Value* order = c.op(OpKind::ReduceSum, {c.cast(before, DType::I64)}, {{"axes", Attr::ints({axis + 1})}});  // rank of i
+  // slot r (a new axis after `axis`, k long) takes the i whose rank is r.
+  Shape slots = s;
+  slots.insert(slots.begin() + axis + 1, k);
+  Shape orderKept = s;
+  orderKept.insert(orderKept.begin() + axis + 1, 1);
+  Value* hit = c.op(OpKind::Eq, {c.reshape(order, orderKept), c.b().iota({DType::I64, slots}, axis + 1)});
+  Value* values = c.op(OpKind::ReduceSum, {c.op(OpKind::Select, {hit, c.reshape(*x, orderKept), c.scalarLike(*x, 0)})}, {{"axes", Attr::ints({axis})}});
+  Value* positions = c.b().iota({DType::I64, slots}, axis);
+  Value* indices = c.op(OpKind::ReduceSum, {c.op(OpKind::Select, {hit, positions, c.scalar(DType::I64, 0)})}, {{"axes", Attr::ints({axis})}});
+  c.setOutput(1, indices);
+  return c.result(values);
+}
+
 }  // namespace
 
 void addIndexingConverters(ConverterTable& t) {
+  t["ReverseSequence"] = reverseSequence;
+  t["TopK"] = topK;
   t["GatherND"] = gatherND;
   t["GatherElements"] = gatherElements;
   t["Hardmax"] = hardmax;
