@@ -17,6 +17,7 @@ const ConverterTable& converters() {
     addLossConverters(t);
     addNnConverters(t);
     addScanConverters(t);
+    addResizeConverters(t);
     return t;
   }();
   return table;

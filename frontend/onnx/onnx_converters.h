@@ -27,6 +27,7 @@ void addTensorConverters(ConverterTable& table);       // ops_tensor.cpp: Consta
 void addIndexingConverters(ConverterTable& table);     // ops_indexing.cpp: GatherElements, OneHot, Trilu, ...
 void addLossConverters(ConverterTable& table);         // ops_loss.cpp: NLL and softmax cross-entropy losses
 void addScanConverters(ConverterTable& table);         // ops_scan.cpp: CumSum, ScatterElements, windows
+void addResizeConverters(ConverterTable& table);       // ops_resize.cpp: Resize, Upsample
 void addNnConverters(ConverterTable& table);           // ops_nn.cpp: Conv, pooling, BatchNormalization, ...
 
 }  // namespace kiln::onnx_import

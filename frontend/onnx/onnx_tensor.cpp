@@ -1,6 +1,7 @@
 // TensorProto -> Tensor: the dtype map and both storage forms (raw little-endian bytes, typed fields).
 #include "frontend/onnx/onnx_tensor.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::onnx_import {
@@ -63,12 +64,19 @@ Expected<Tensor> tensorFromProto(const TP& p, const std::string& where, std::vec
     shape.push_back(d);
   }
   if (!shapeWithinLimits(shape)) return Error(where + ": shape " + shapeStr(shape) + " is too large");
-  Tensor t(TensorType{*dtype, shape});
-  int64_t n = t.numElements();
+  TensorType type{*dtype, shape};
+  int64_t n = type.numElements();
+  // Sizes are checked against the data before anything is allocated: a file whose dims claim
+  // more than it holds (or that is not a TensorProto at all) is an error, not an allocation.
+  if (p.has_raw_data() && p.raw_data().size() != type.byteSize())
+    return Error(where + ": raw_data holds " + std::to_string(p.raw_data().size()) + " bytes, " + type.str() + " needs " +
+                 std::to_string(type.byteSize()));
+  int64_t typed = std::max({p.float_data_size(), p.int32_data_size(), p.int64_data_size(), p.double_data_size(),
+                            p.uint64_data_size(), p.string_data_size()});
+  if (!p.has_raw_data() && n != 0 && typed != n)
+    return Error(where + ": holds " + std::to_string(typed) + " values, " + type.str() + " needs " + std::to_string(n));
+  Tensor t(type);
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != t.byteSize())
-      return Error(where + ": raw_data holds " + std::to_string(p.raw_data().size()) + " bytes, " + t.type().str() +
-                   " needs " + std::to_string(t.byteSize()));
     // ONNX stores raw data little-endian, as kiln's host tensors on the machines it supports.
     if (n) std::memcpy(t.data(), p.raw_data().data(), t.byteSize());
     return t;

@@ -1,4 +1,4 @@
-// ONNX ops that combine positions along an axis: CumSum and ScatterElements/Scatter, both spelt as
+// ONNX ops that combine positions along an axis: CumSum, ScatterElements/Scatter and ScatterND, spelt as
 // a mask over a pair of axes (i, j) with a sum over one of them; and the window functions
 // (Hann, Hamming, Blackman), which are constants of a compile-time size.
 #include <cmath>
@@ -79,6 +79,53 @@ Status scatterElements(NodeContext& c) {
   return c.result(c.op(OpKind::Select, {hit, landed, *data}));
 }
 
+// ScatterND: data flattened over its first k dims (k = indices' last dim) gets update row r at the
+// linear index of index row r; a mask [rows, positions] picks, as in ScatterElements.
+Status scatterND(NodeContext& c) {
+  auto data = c.input(0);
+  if (!data) return data.error();
+  auto idxIn = c.input(1);
+  if (!idxIn) return idxIn.error();
+  auto upd = c.input(2);
+  if (!upd) return upd.error();
+  const Shape& d = (*data)->type().shape;
+  const Shape& is = (*idxIn)->type().shape;
+  if (is.empty() || is.back() > static_cast<int64_t>(d.size())) return c.error("indices " + shapeStr(is) + " do not fit data " + shapeStr(d));
+  int64_t k = is.back(), rows = 1, positions = 1;
+  for (size_t j = 0; j + 1 < is.size(); ++j) rows *= is[j];
+  for (int64_t j = 0; j < k; ++j) positions *= d[static_cast<size_t>(j)];
+  Shape rest(d.begin() + k, d.end());
+  std::string reduction = c.stringAttr("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul") return c.unsupported("reduction '" + reduction + "'");
+  Value* idx = c.reshape(c.cast(*idxIn, DType::I64), {rows, k});
+  Value* linear = c.b().constant(Tensor(TensorType{DType::I64, {rows, 1}}));
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t n = d[static_cast<size_t>(j)];
+    Value* part = wrapNegative(c, c.op(OpKind::Slice, {idx}, {{"starts", Attr::ints({j})}, {"ends", Attr::ints({j + 1})}, {"axes", Attr::ints({1})}}), n);
+    linear = c.op(OpKind::Add, {c.op(OpKind::Mul, {linear, c.scalar(DType::I64, static_cast<double>(n))}), part});
+  }
+  Shape wide = {rows, positions}, maskShape = {rows, positions}, updShape = {rows, 1};
+  wide.insert(wide.end(), rest.begin(), rest.end());
+  maskShape.insert(maskShape.end(), rest.size(), 1);
+  updShape.insert(updShape.end(), rest.begin(), rest.end());
+  Value* mask = c.op(OpKind::Eq, {linear, c.b().iota({DType::I64, {rows, positions}}, 1)});
+  Value* maskWide = c.reshape(mask, maskShape);
+  Value* ub = c.reshape(*upd, updShape);
+  bool mul = reduction == "mul";
+  Value* picked = c.op(OpKind::Select, {maskWide, ub, c.scalarLike(*upd, mul ? 1 : 0)});
+  if (picked && picked->type().shape != wide) picked = c.op(OpKind::BroadcastTo, {picked}, {{"shape", Attr::ints(wide)}});
+  Shape flat = {positions};
+  flat.insert(flat.end(), rest.begin(), rest.end());
+  Value* combined = c.reshape(c.op(mul ? OpKind::ReduceProd : OpKind::ReduceSum, {picked}, {{"axes", Attr::ints({0})}}), d);
+  Value* hits = c.op(OpKind::ReduceSum, {c.cast(mask, DType::I32)}, {{"axes", Attr::ints({0})}});
+  Shape hitShape = {positions};
+  hitShape.insert(hitShape.end(), rest.size(), 1);
+  Value* hit = c.op(OpKind::Gt, {c.reshape(hits, hitShape), c.scalar(DType::I32, 0)});
+  hit = c.reshape(c.op(OpKind::BroadcastTo, {hit}, {{"shape", Attr::ints(flat)}}), d);
+  Value* landed = reduction == "none" ? combined : c.op(mul ? OpKind::Mul : OpKind::Add, {*data, combined});
+  return c.result(c.op(OpKind::Select, {hit, landed, *data}));
+}
+
 // Window functions: sum_m a_m cos(2 pi m k / N), N = size (periodic) or size - 1 (symmetric).
 template <int Kind>
 Status window(NodeContext& c) {
@@ -107,6 +154,7 @@ void addScanConverters(ConverterTable& t) {
   t["CumSum"] = cumSum;
   t["ScatterElements"] = scatterElements;
   t["Scatter"] = scatterElements;
+  t["ScatterND"] = scatterND;
   t["HannWindow"] = window<0>;
   t["HammingWindow"] = window<1>;
   t["BlackmanWindow"] = window<2>;
