@@ -68,6 +68,8 @@ OnnxTestOutcome runDataSet(const fs::path& model, const fs::path& set, Backend b
   std::vector<OnnxUnsupported> missing;
   // What the model uses that kiln lacks (sequence or optional inputs among it) is known before
   // the data is read: their .pb files are SequenceProtos or OptionalProtos, not TensorProtos.
+  // (This import knows no input values, so converters report an unknown value as an error, never
+  // as unsupported.)
   if (!importOnnxFile(model.string(), {}, &missing) && !missing.empty()) return unsupported(missing);
   OnnxImportOptions options;
   for (const fs::path& p : numberedFiles(set, "input_")) {

@@ -18,6 +18,7 @@ const ConverterTable& converters() {
     addNnConverters(t);
     addScanConverters(t);
     addResizeConverters(t);
+    addRecurrentConverters(t);
     return t;
   }();
   return table;

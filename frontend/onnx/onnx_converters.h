@@ -28,6 +28,7 @@ void addIndexingConverters(ConverterTable& table);     // ops_indexing.cpp: Gath
 void addLossConverters(ConverterTable& table);         // ops_loss.cpp: NLL and softmax cross-entropy losses
 void addScanConverters(ConverterTable& table);         // ops_scan.cpp: CumSum, ScatterElements, windows
 void addResizeConverters(ConverterTable& table);       // ops_resize.cpp: Resize, Upsample
+void addRecurrentConverters(ConverterTable& table);    // ops_recurrent.cpp: RNN, GRU, LSTM (unrolled)
 void addNnConverters(ConverterTable& table);           // ops_nn.cpp: Conv, pooling, BatchNormalization, ...
 
 }  // namespace kiln::onnx_import
