@@ -66,6 +66,8 @@ Command opsCommand();
 Command optCommand();
 Command explainCommand();
 Command benchCommand();
+Command importCommand();
+Command onnxTestCommand();
 
 }  // namespace kiln::cli
 
@@ -75,7 +77,7 @@ Command benchCommand();
 
 namespace kiln::cli {
 
-// Parses a .kiln file, or standard input for "-"; errors come back located.
+// Parses a .kiln file (or standard input for "-"; errors come back located), or imports a .onnx model.
 Expected<std::unique_ptr<Module>> loadModule(const std::string& path);
 // The function to work on: --entry NAME (with or without '@') if given, else the module's entry.
 // `path` names the file in errors ("no function @f in x.kiln (functions: @main, @g)").

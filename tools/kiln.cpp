@@ -14,8 +14,8 @@ using kiln::cli::Command;
 
 std::vector<Command> commands() {
   return {kiln::cli::checkCommand(), kiln::cli::printCommand(), kiln::cli::runCommand(), kiln::cli::compileCommand(),
-          kiln::cli::optCommand(), kiln::cli::explainCommand(), kiln::cli::benchCommand(),
-          kiln::cli::opsCommand()};
+          kiln::cli::optCommand(), kiln::cli::explainCommand(), kiln::cli::benchCommand(), kiln::cli::opsCommand(),
+          kiln::cli::importCommand(), kiln::cli::onnxTestCommand()};
 }
 
 void printTopLevelHelp() {
@@ -60,6 +60,6 @@ int main(int argc, char** argv) {
       return kiln::cli::kExitError;
     }
   }
-  fmt::print(stderr, "kiln: unknown command '{}' (commands: check, print, run, compile, opt, explain, ops; see `kiln --help`)\n", args[0]);
+  fmt::print(stderr, "kiln: unknown command '{}' (commands: check, print, run, compile, opt, explain, ops, import, onnx-test; see `kiln --help`)\n", args[0]);
   return kiln::cli::kExitUsage;
 }

@@ -4,12 +4,19 @@
 #include <iostream>
 #include <iterator>
 
+#include "frontend/onnx/onnx_import.h"
 #include "frontend/parser.h"
 #include "tools/cli.h"
 
 namespace kiln::cli {
 
 Expected<std::unique_ptr<Module>> loadModule(const std::string& path) {
+  // An ONNX model is imported with its defaults: initializers as constants, inputs as parameters.
+  if (isOnnxPath(path)) {
+    auto model = importOnnxFile(path);
+    if (!model) return model.error();
+    return std::move(model->module);
+  }
   if (path != "-") return parseFile(path);
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   return parseModule(text, "<stdin>");

@@ -43,3 +43,12 @@ cuda_home = os.environ.get("KILN_CUDA_HOME") or "/usr/local/cuda"
 config.substitutions.append(("%cuda_home", cuda_home))
 if os.path.exists(os.path.join(cuda_home, "lib64", "stubs", "libcuda.so")):
     config.available_features.add("cuda-stub")
+
+# ONNX import tests need the importer built (libonnx-dev, protobuf), protoc to encode their
+# text-format models, and the ONNX backend test data (libonnx-testdata).
+if config.kiln_have_onnx == "ON" and config.protoc and os.path.isdir(config.onnx_node_tests):
+    config.available_features.add("onnx")
+    config.substitutions.append(("%onnx_node", config.onnx_node_tests))
+    # Encodes a text-format ModelProto (Inputs/*.textproto) into a binary .onnx file.
+    config.substitutions.append(
+        ("%encode_onnx", config.protoc + " --encode=onnx.ModelProto -I/usr/include onnx/onnx.proto"))

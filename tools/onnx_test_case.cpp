@@ -1,0 +1,125 @@
+// Runs one ONNX node test folder. Every test_data_set_* is imported with its own inputs known at
+// compile time (an op that needs an input's value, such as Reshape's shape, takes it from there),
+// run, and compared output by output.
+#include "tools/onnx_test_case.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "frontend/onnx/onnx_import.h"
+
+namespace kiln::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string joinUnsupported(const std::vector<OnnxUnsupported>& list) {
+  std::string s;
+  for (const auto& u : list) s += (s.empty() ? "" : ", ") + u.what;
+  return s;
+}
+
+// input_0.pb, input_1.pb, ... in index order (input_10 after input_9).
+std::vector<fs::path> numberedFiles(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<long, fs::path>> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || e.path().extension() != ".pb") continue;
+    found.push_back({std::strtol(name.c_str() + prefix.size(), nullptr, 10), e.path()});
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> out;
+  for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+std::string elementStr(const Tensor& t, int64_t i) {
+  if (isFloat(t.dtype())) return fmt::format("{}", t.getDouble(i));
+  return std::to_string(t.getInt(i));
+}
+
+// The first element where `got` and `want` differ beyond the tolerance, as a message; empty if none.
+std::string firstMismatch(const Tensor& got, const Tensor& want, const OnnxTolerance& tol) {
+  if (got.type() != want.type()) return fmt::format("got {}, expected {}", got.type().str(), want.type().str());
+  for (int64_t i = 0; i < got.numElements(); ++i) {
+    bool ok;
+    if (isFloat(want.dtype())) {
+      double g = got.getDouble(i), w = want.getDouble(i);
+      ok = (std::isnan(g) && std::isnan(w)) || g == w || std::abs(g - w) <= tol.atol + tol.rtol * std::abs(w);
+    } else {
+      ok = got.getInt(i) == want.getInt(i);
+    }
+    if (!ok) return fmt::format("element {} is {}, expected {}", i, elementStr(got, i), elementStr(want, i));
+  }
+  return "";
+}
+
+OnnxTestOutcome fail(std::string detail) { return {OnnxTestOutcome::Fail, firstLine(detail)}; }
+OnnxTestOutcome unsupported(const std::vector<OnnxUnsupported>& list) { return {OnnxTestOutcome::Unsupported, joinUnsupported(list)}; }
+
+OnnxTestOutcome runDataSet(const fs::path& model, const fs::path& set, Backend backend, const OnnxTolerance& tol) {
+  std::vector<OnnxUnsupported> missing;
+  // What the model uses that kiln lacks (sequence or optional inputs among it) is known before
+  // the data is read: their .pb files are SequenceProtos or OptionalProtos, not TensorProtos.
+  // (This import knows no input values, so converters report an unknown value as an error, never
+  // as unsupported.)
+  if (!importOnnxFile(model.string(), {}, &missing) && !missing.empty()) return unsupported(missing);
+  OnnxImportOptions options;
+  for (const fs::path& p : numberedFiles(set, "input_")) {
+    auto t = readOnnxTensorFile(p.string(), &missing);
+    if (!t) return missing.empty() ? fail(t.error().message()) : unsupported(missing);
+    if (t->name.empty()) return fail(p.string() + " names no graph input");
+    options.knownInputs[t->name] = std::move(t->value);
+  }
+  std::vector<Tensor> expected;
+  for (const fs::path& p : numberedFiles(set, "output_")) {
+    auto t = readOnnxTensorFile(p.string(), &missing);
+    if (!t) return missing.empty() ? fail(t.error().message()) : unsupported(missing);
+    expected.push_back(std::move(t->value));
+  }
+  auto imported = importOnnxFile(model.string(), options, &missing);
+  if (!imported) return missing.empty() ? fail(imported.error().message()) : unsupported(missing);
+  std::vector<Tensor> inputs;
+  for (const std::string& name : imported->parameterNames) {
+    auto it = options.knownInputs.find(name);
+    if (it == options.knownInputs.end()) return fail("no input_*.pb gives graph input '" + name + "'");
+    inputs.push_back(it->second);
+  }
+  RunOptions run;
+  run.backend = backend;
+  auto results = runFunction(*imported->entry, inputs, run);
+  if (!results) return fail(results.error().message());
+  if (results->size() != expected.size())
+    return fail(fmt::format("{} results, {} expected outputs", results->size(), expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::string m = firstMismatch((*results)[i], expected[i], tol);
+    if (!m.empty()) return fail(fmt::format("{}: output {} '{}': {}", set.filename().string(), i, imported->resultNames[i], m));
+  }
+  return {OnnxTestOutcome::Pass, ""};
+}
+
+}  // namespace
+
+OnnxTestOutcome runOnnxTestCase(const std::string& dir, Backend backend, const OnnxTolerance& tolerance) {
+  fs::path model = fs::path(dir) / "model.onnx";
+  if (!fs::exists(model)) return fail(dir + " has no model.onnx");
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return fail(dir + " has no test_data_set_* folder");
+  for (const fs::path& set : sets) {
+    OnnxTestOutcome o = runDataSet(model, set, backend, tolerance);
+    if (o.kind != OnnxTestOutcome::Pass) return o;
+  }
+  return {OnnxTestOutcome::Pass, ""};
+}
+
+}  // namespace kiln::cli
