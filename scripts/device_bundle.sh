@@ -125,7 +125,7 @@ total=$(du -sb "$DEST" | cut -f1)
 } > "$DEST/MANIFEST.txt"
 mib=$(( (total + 1048575) / 1048576 ))
 say "bundle $DEST: $mib MiB ($total bytes); largest:"
-(cd "$DEST" && find . -type f -printf '%s %p\n' | sort -rn | head -5 | awk '{printf "  %6.1f MiB %s\n", $1/1048576, $2}')
+(cd "$DEST" && find . -type f -printf '%s %p\n' | sort -rn | awk 'NR <= 5 {printf "  %6.1f MiB %s\n", $1/1048576, $2}')
 tree_bytes=$(cd "$ROOT" && git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 say "with the tracked tree ($(( tree_bytes / 1024 )) KiB) the device tool carries about $(( (total + tree_bytes) / 1048576 )) MiB of its $LIMIT_MIB MiB"
 [ $(( total + tree_bytes )) -le $(( LIMIT_MIB * 1048576 )) ] || die "over the device tool's $LIMIT_MIB MiB: see the largest files above"
