@@ -34,7 +34,8 @@ class Device {
   int multiprocessors() const { return sms_; }
   int64_t totalMemory() const { return totalMemory_; }
   // "sm_90": the PTX target kiln compiles for on this device (LLVM 19's newest for newer GPUs,
-  // whose driver JIT-compiles it).
+  // whose driver JIT-compiles it). Only meaningful from compute capability 7.5 on (Program
+  // refuses older GPUs).
   std::string gpuArch() const;
   // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.2 GiB), driver 13.0": for reports and benchmarks.
   std::string describe() const;

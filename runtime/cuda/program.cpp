@@ -38,6 +38,10 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
                                                     codegen::CompileCache* cache) {
   auto device = Device::get();
   if (!device) return device.error();
+  // LLVM 19 and CUDA 13 together target sm_75 and newer (codegen/gpu_arch.h).
+  if ((*device)->computeCapability() < 75)
+    return Error("kiln generates PTX for GPUs of compute capability 7.5 (Turing) and newer; " + (*device)->describe() +
+                 " is older (use --backend cpu)");
   options.target = codegen::Target::Cuda;
   options.gpuArch = (*device)->gpuArch();
   auto compiled = codegen::compileForCuda(function, options, cache);
