@@ -13,7 +13,7 @@
 #   unit       every GoogleTest binary (GPU tests included) and the API quickstart
 #   sanitizer  compute-sanitizer memcheck on the CUDA tests of kiln_runtime_tests/kiln_codegen_tests
 #              ($KILN_SANITIZER_FILTER) and on `kiln run --backend cuda` of every example, once that runs
-#   bench      `kiln bench FILE --backend cuda --json` on every example and large case (when kiln has it)
+#   bench      `kiln bench FILE --backend cuda --json` on every example and large case
 #   peers      bench/peers/harness.py: the same cases through jax.jit and torch.compile
 #   compare    bench/compare.py: one Markdown table of both
 #   lit        the lit suite with the bundled lit.py and FileCheck (CPU only; last, skipped if the
@@ -243,11 +243,6 @@ step_sanitizer() {
   return $rc
 }
 step_bench() {
-  if ! k "$BIN/kiln" --help 2>&1 | grep -qE '^\s+bench\b'; then
-    echo "TODO(kiln bench): \`kiln --help\` lists no bench command yet, so kiln's side of the table is empty."
-    echo "Once it exists this step runs \`kiln bench FILE --backend cuda --json\` on examples/*.kiln and $CASES/*.kiln."
-    return 0
-  fi
   local rc=0
   for f in "$CASES"/*.kiln "$SRC"/examples/*.kiln; do
     echo "===== kiln bench $(basename "$f")"
