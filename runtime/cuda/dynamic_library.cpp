@@ -35,8 +35,10 @@ Expected<DynamicLibrary> DynamicLibrary::open(const std::string& what, const std
   std::string reasons;
   auto attempt = [&](const std::string& path) -> void* {
     // RTLD_LOCAL: two libraries never see each other's symbols (cuDNN's sublibraries find
-    // their siblings through their own RUNPATH).
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // their siblings through their own RUNPATH). RTLD_NODELETE: vendor libraries are not made to
+    // be unloaded (cuBLASLt's static state would be lost mid-teardown, and LeakSanitizer reports
+    // what it allocated), so dlclose leaves them mapped until the process ends.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!handle) {
       const char* error = dlerror();
       std::string why = error ? error : "not found";
