@@ -14,6 +14,7 @@
 #include "codegen/kernel_plan.h"
 #include "codegen/optimize.h"
 #include "frontend/parser.h"
+#include "example_files.h"
 #include "runtime/buffer_plan.h"
 
 namespace kiln {
@@ -114,14 +115,6 @@ void checkPlan(const Function& f, const codegen::BlockPlan& blockPlan, const Buf
       EXPECT_NE(std::find(plan.resultValues().begin(), plan.resultValues().end(), r), plan.resultValues().end());
     }
   }
-}
-
-std::vector<std::string> exampleFiles() {
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples"))
-    if (e.path().extension() == ".kiln") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 class BufferPlanExamples : public ::testing::TestWithParam<std::string> {};

@@ -11,18 +11,11 @@
 #include <vector>
 
 #include "kiln.h"
+#include "example_files.h"
 #include "runtime/random_inputs.h"
 
 namespace kiln {
 namespace {
-
-std::vector<std::string> exampleFiles() {
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples"))
-    if (e.path().extension() == ".kiln") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 // |got - want| <= atol + rtol * |want| per element. Decomposition and reordering change f32
 // rounding by about an ulp per op, hence f32's 1e-5; ints and bools must be exact. atol is scaled
