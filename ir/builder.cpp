@@ -10,6 +10,11 @@ GraphBuilder::GraphBuilder(Module& module, std::string name)
       block_(&function_->body()),
       error_(std::make_shared<std::optional<Error>>()) {}
 
+GraphBuilder::GraphBuilder(Function& function)
+    : function_(&function), block_(&function.body()), error_(std::make_shared<std::optional<Error>>()) {
+  KILN_INTERNAL_CHECK(block_->terminator() == nullptr, "GraphBuilder(Function&): the body still has its return");
+}
+
 bool GraphBuilder::fail(Error e) {
   if (!*error_) *error_ = std::move(e);
   return false;
@@ -33,6 +38,7 @@ std::vector<Value*> GraphBuilder::append(std::unique_ptr<Op> op, const std::vect
     return {};
   }
   op->setResultTypes(*types);
+  if (loc_.known()) op->setLoc(loc_);
   return block_->append(std::move(op))->results();
 }
 

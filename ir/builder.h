@@ -28,6 +28,13 @@ class GraphBuilder {
  public:
   // Starts a new function `name` in `module`.
   GraphBuilder(Module& module, std::string name);
+  // Goes on appending to `function`, whose body must have no terminator yet (a pass that took
+  // the `return` off to add ops before it); finish() puts a new one back.
+  explicit GraphBuilder(Function& function);
+
+  // Source location given to every op appended from now on (a pass building ops on behalf of
+  // one written by the user, so that diagnostics and `kiln explain` point at it).
+  void setLoc(SourceLoc loc) { loc_ = std::move(loc); }
 
   Value* param(TensorType type, std::string name = "");
   // Appends an op with inferred result types; returns its only result (null on error).
@@ -54,6 +61,7 @@ class GraphBuilder {
 
   Function* function_ = nullptr;
   Block* block_;
+  SourceLoc loc_;
   std::shared_ptr<std::optional<Error>> error_;  // shared with nested region builders
 };
 

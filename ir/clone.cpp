@@ -2,6 +2,7 @@
 // order guarantees a value is copied before any use of it.
 #include "ir/clone.h"
 
+#include <string>
 #include <unordered_map>
 
 namespace kiln {
@@ -40,12 +41,17 @@ class Cloner {
 
 }  // namespace
 
-std::unique_ptr<Module> cloneFunction(const Function& function) {
-  auto module = std::make_unique<Module>();
-  Function* copy = module->addFunction(function.name());
+Function* cloneFunctionInto(Module& module, const Function& function, std::string name) {
+  Function* copy = module.addFunction(std::move(name));
   copy->setLoc(function.loc());
   copy->setResultTypes(function.resultTypes());
   Cloner().cloneBlock(function.body(), copy->body());
+  return copy;
+}
+
+std::unique_ptr<Module> cloneFunction(const Function& function) {
+  auto module = std::make_unique<Module>();
+  cloneFunctionInto(*module, function, function.name());
   return module;
 }
 

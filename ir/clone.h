@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "ir/ir.h"
 
@@ -11,5 +12,7 @@ namespace kiln {
 // A new module holding one function equal to `function`: same name, location, parameter and
 // value names, ops, attributes and nested regions.
 std::unique_ptr<Module> cloneFunction(const Function& function);
+// The same copy added to `module` under the name `name` (a transformation's starting point).
+Function* cloneFunctionInto(Module& module, const Function& function, std::string name);
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/grad_rules.h"
 #include "ir/infer_rules.h"
 #include "ir/ir.h"
 
@@ -66,68 +67,75 @@ AttrSpec computed(std::string_view name, AttrKind kind, std::string_view what) {
 }
 
 std::vector<OpInfo> buildTable() {
-  auto unary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 1, 1, 0, d, {}, infer::unary, B::Elementwise}; };
-  auto binary = [](K k, std::string_view n, D d) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, d, {}, infer::binary, B::Elementwise}; };
+  auto unary = [](K k, std::string_view n, D d, GradFn g) {
+    return OpInfo{k, n, C::Elementwise, 1, 1, 0, d, {}, infer::unary, B::Elementwise, g};
+  };
+  auto binary = [](K k, std::string_view n, D d, GradFn g) {
+    return OpInfo{k, n, C::Elementwise, 2, 2, 0, d, {}, infer::binary, B::Elementwise, g};
+  };
   auto compare = [](K k, std::string_view n) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, D::Num, {}, infer::compare, B::Elementwise}; };
-  auto reduce = [](K k, std::string_view n) {
+  auto reduce = [](K k, std::string_view n, GradFn g) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
-                  {computed("axes", A::List, "all axes"), optional("keepdims", A::Bool, false)}, infer::reduce, B::Reduce};
+                  {computed("axes", A::List, "all axes"), optional("keepdims", A::Bool, false)}, infer::reduce, B::Reduce, g};
   };
   auto argReduce = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
                   {optional("axis", A::Int, 0), optional("keepdims", A::Bool, false)}, infer::argReduce, B::AxisAttr};
   };
-  auto pool = [](K k, std::string_view n) {
+  auto pool = [](K k, std::string_view n, GradFn g) {
     return OpInfo{k, n, C::Library, 1, 1, 0, D::Float,
                   {required("kernel", A::List), computed("strides", A::List, "kernel"), optional("pads", A::List, Attr::ints({0, 0, 0, 0}))},
-                  infer::pool2d, B::MergeIntoBatch};
+                  infer::pool2d, B::MergeIntoBatch, g};
   };
   std::vector<OpInfo> t = {
-      unary(K::Neg, "neg", D::Num), unary(K::Abs, "abs", D::Num),
-      unary(K::Exp, "exp", D::Float), unary(K::Log, "log", D::Float), unary(K::Sqrt, "sqrt", D::Float),
-      unary(K::Rsqrt, "rsqrt", D::Float), unary(K::Reciprocal, "reciprocal", D::Float),
-      unary(K::Tanh, "tanh", D::Float), unary(K::Sigmoid, "sigmoid", D::Float), unary(K::Erf, "erf", D::Float),
-      unary(K::Sin, "sin", D::Float), unary(K::Cos, "cos", D::Float), unary(K::Floor, "floor", D::Float),
-      unary(K::Ceil, "ceil", D::Float), unary(K::Sign, "sign", D::Float), unary(K::Log1p, "log1p", D::Float),
-      unary(K::Relu, "relu", D::Float), unary(K::Silu, "silu", D::Float),
-      {K::Gelu, "gelu", C::Elementwise, 1, 1, 0, D::Float, {optional("approximate", A::String, "none")}, infer::unary, B::Elementwise},
-      unary(K::Not, "not", D::Bool),
-      binary(K::Add, "add", D::Num), binary(K::Sub, "sub", D::Num), binary(K::Mul, "mul", D::Num),
-      binary(K::Div, "div", D::Num), binary(K::Max, "max", D::Num), binary(K::Min, "min", D::Num),
-      binary(K::Pow, "pow", D::Num),
+      unary(K::Neg, "neg", D::Num, grad::neg), unary(K::Abs, "abs", D::Num, grad::abs),
+      unary(K::Exp, "exp", D::Float, grad::exp), unary(K::Log, "log", D::Float, grad::log), unary(K::Sqrt, "sqrt", D::Float, grad::sqrt),
+      unary(K::Rsqrt, "rsqrt", D::Float, grad::rsqrt), unary(K::Reciprocal, "reciprocal", D::Float, grad::reciprocal),
+      unary(K::Tanh, "tanh", D::Float, grad::tanh), unary(K::Sigmoid, "sigmoid", D::Float, grad::sigmoid), unary(K::Erf, "erf", D::Float, grad::erf),
+      unary(K::Sin, "sin", D::Float, grad::sin), unary(K::Cos, "cos", D::Float, grad::cos), unary(K::Floor, "floor", D::Float, grad::zero),
+      unary(K::Ceil, "ceil", D::Float, grad::zero), unary(K::Sign, "sign", D::Float, grad::zero), unary(K::Log1p, "log1p", D::Float, grad::log1p),
+      unary(K::Relu, "relu", D::Float, grad::relu), unary(K::Silu, "silu", D::Float, grad::silu),
+      {K::Gelu, "gelu", C::Elementwise, 1, 1, 0, D::Float, {optional("approximate", A::String, "none")}, infer::unary, B::Elementwise, grad::gelu},
+      unary(K::Not, "not", D::Bool, nullptr),
+      binary(K::Add, "add", D::Num, grad::add), binary(K::Sub, "sub", D::Num, grad::sub), binary(K::Mul, "mul", D::Num, grad::mul),
+      binary(K::Div, "div", D::Num, grad::div), binary(K::Max, "max", D::Num, grad::maxMin), binary(K::Min, "min", D::Num, grad::maxMin),
+      binary(K::Pow, "pow", D::Num, grad::pow),
       compare(K::Eq, "eq"), compare(K::Ne, "ne"), compare(K::Lt, "lt"), compare(K::Le, "le"), compare(K::Gt, "gt"),
       compare(K::Ge, "ge"),
-      binary(K::And, "and", D::Bool), binary(K::Or, "or", D::Bool), binary(K::Xor, "xor", D::Bool),
-      {K::Select, "select", C::Elementwise, 3, 3, 0, D::Any, {}, infer::select, B::Elementwise},
-      {K::Cast, "cast", C::Elementwise, 1, 1, 0, D::Any, {required("to", A::DType)}, infer::cast, B::Elementwise},
+      binary(K::And, "and", D::Bool, nullptr), binary(K::Or, "or", D::Bool, nullptr), binary(K::Xor, "xor", D::Bool, nullptr),
+      {K::Select, "select", C::Elementwise, 3, 3, 0, D::Any, {}, infer::select, B::Elementwise, grad::select},
+      {K::Cast, "cast", C::Elementwise, 1, 1, 0, D::Any, {required("to", A::DType)}, infer::cast, B::Elementwise, grad::cast},
       {K::Constant, "constant", C::Elementwise, 0, 0, 0, D::Any, {required("value", A::Dense)}, infer::constant, B::NeverBatched},
       {K::Iota, "iota", C::Elementwise, 0, 0, 0, D::Num, {required("axis", A::Int)}, infer::iota, B::NeverBatched},
-      reduce(K::ReduceSum, "reduce_sum"), reduce(K::ReduceMean, "reduce_mean"), reduce(K::ReduceMax, "reduce_max"),
-      reduce(K::ReduceMin, "reduce_min"), reduce(K::ReduceProd, "reduce_prod"),
+      reduce(K::ReduceSum, "reduce_sum", grad::reduceSum), reduce(K::ReduceMean, "reduce_mean", grad::reduceMean), reduce(K::ReduceMax, "reduce_max", grad::reduceMaxMin),
+      reduce(K::ReduceMin, "reduce_min", grad::reduceMaxMin), reduce(K::ReduceProd, "reduce_prod", grad::reduceProd),
       argReduce(K::Argmax, "argmax"), argReduce(K::Argmin, "argmin"),
-      {K::Softmax, "softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax, B::AxisAttr},
-      {K::LogSoftmax, "log_softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax, B::AxisAttr},
+      {K::Softmax, "softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax, B::AxisAttr, grad::softmax},
+      {K::LogSoftmax, "log_softmax", C::Reduction, 1, 1, 0, D::Float, {optional("axis", A::Int, -1)}, infer::softmax, B::AxisAttr,
+       grad::logSoftmax},
       {K::LayerNorm, "layer_norm", C::Reduction, 3, 3, 0, D::Float,
-       {optional("axis", A::Int, -1), optional("epsilon", A::Float, 1e-5)}, infer::layerNorm, B::AxisAttr},
-      {K::Matmul, "matmul", C::Library, 2, 2, 0, D::Num, {}, infer::matmul, B::Matmul},
-      {K::Reshape, "reshape", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::reshape, B::Reshape},
-      {K::Transpose, "transpose", C::Layout, 1, 1, 0, D::Any, {required("perm", A::List)}, infer::transpose, B::Transpose},
-      {K::BroadcastTo, "broadcast_to", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::broadcastTo, B::BroadcastTo},
-      {K::Concat, "concat", C::Layout, 1, kAny, 0, D::Any, {required("axis", A::Int)}, infer::concat, B::Concat},
+       {optional("axis", A::Int, -1), optional("epsilon", A::Float, 1e-5)}, infer::layerNorm, B::AxisAttr, grad::layerNorm},
+      {K::Matmul, "matmul", C::Library, 2, 2, 0, D::Num, {}, infer::matmul, B::Matmul, grad::matmul},
+      {K::Reshape, "reshape", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::reshape, B::Reshape, grad::reshape},
+      {K::Transpose, "transpose", C::Layout, 1, 1, 0, D::Any, {required("perm", A::List)}, infer::transpose, B::Transpose, grad::transpose},
+      {K::BroadcastTo, "broadcast_to", C::Layout, 1, 1, 0, D::Any, {required("shape", A::List)}, infer::broadcastTo, B::BroadcastTo, grad::broadcastTo},
+      {K::Concat, "concat", C::Layout, 1, kAny, 0, D::Any, {required("axis", A::Int)}, infer::concat, B::Concat, grad::concat},
       {K::Slice, "slice", C::Layout, 1, 1, 0, D::Any,
        {required("starts", A::List), required("ends", A::List), computed("axes", A::List, "[0, 1, ...]"), computed("steps", A::List, "1s")},
-       infer::slice, B::Slice},
-      {K::Gather, "gather", C::Layout, 2, 2, 0, D::Any, {optional("axis", A::Int, 0)}, infer::gather, B::Gather},
-      {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad, B::Pad},
+       infer::slice, B::Slice, grad::slice},
+      {K::Gather, "gather", C::Layout, 2, 2, 0, D::Any, {optional("axis", A::Int, 0)}, infer::gather, B::Gather, grad::gather},
+      {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad, B::Pad, grad::pad},
       {K::Conv2d, "conv2d", C::Library, 2, 2, 0, D::Float,
        {optional("strides", A::List, Attr::ints({1, 1})), optional("pads", A::List, Attr::ints({0, 0, 0, 0})),
         optional("dilations", A::List, Attr::ints({1, 1})), optional("groups", A::Int, 1)},
-       infer::conv2d, B::MergeIntoBatch},
-      pool(K::MaxPool2d, "max_pool2d"), pool(K::AvgPool2d, "avg_pool2d"),
+       infer::conv2d, B::MergeIntoBatch, grad::conv2d},
+      pool(K::MaxPool2d, "max_pool2d", grad::maxPool2d), pool(K::AvgPool2d, "avg_pool2d", grad::avgPool2d),
       {K::BatchNorm, "batch_norm", C::Elementwise, 5, 5, 0, D::Float, {optional("epsilon", A::Float, 1e-5)},
-       infer::batchNorm, B::MergeIntoBatch},
-      {K::SoftmaxCrossEntropy, "softmax_cross_entropy", C::Reduction, 2, 2, 0, D::Float, {}, infer::softmaxCrossEntropy, B::None},
-      {K::AllReduce, "all_reduce", C::Collective, 1, 1, 0, D::Num, {optional("reduce", A::String, "sum")}, infer::unary, B::Elementwise},
+       infer::batchNorm, B::MergeIntoBatch, grad::batchNorm},
+      {K::SoftmaxCrossEntropy, "softmax_cross_entropy", C::Reduction, 2, 2, 0, D::Float, {}, infer::softmaxCrossEntropy, B::None,
+       grad::softmaxCrossEntropy},
+      {K::AllReduce, "all_reduce", C::Collective, 1, 1, 0, D::Num, {optional("reduce", A::String, "sum")}, infer::unary, B::Elementwise,
+       grad::allReduce},
       {K::Map, "map", C::Region, 1, kAny, 1, D::Any, {}, infer::map, B::NestedMap},
       {K::While, "while", C::Region, 1, kAny, 2, D::Any, {}, infer::whileLoop, B::None},
       {K::Fusion, "fusion", C::Region, 0, 0, 1, D::Any,

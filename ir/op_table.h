@@ -13,6 +13,10 @@
 namespace kiln {
 
 class Op;
+class Value;
+namespace grad {
+class Context;
+}
 
 // X-macro list: (enumerator, text name). Order is the order docs/ir.md lists them.
 #define KILN_OPS(X)                                                                              \
@@ -90,6 +94,11 @@ struct AttrSpec {
 // types written in the text (`: f32[4]`), when there are any; constant and iota need them.
 using InferFn = Expected<std::vector<TensorType>> (*)(const Op& op, const std::vector<TensorType>* annotated);
 
+// The derivative rule (a vector-Jacobian product): given the cotangents of an op's results, appends
+// ops computing its operands' cotangents (ir/grad_rules.h says more). Null: not differentiable
+// (argmax, comparisons, while, ...), so `grad` reports the op if a gradient must pass through it.
+using GradFn = Expected<std::vector<Value*>> (*)(grad::Context& ctx, const Op& op, const std::vector<Value*>& dys);
+
 struct OpInfo {
   OpKind kind;
   std::string_view name;
@@ -101,6 +110,7 @@ struct OpInfo {
   std::vector<AttrSpec> attrs;
   InferFn infer;
   BatchRule batch;  // how vectorize batches it inside a map
+  GradFn grad = nullptr;  // its derivative rule, for the `grad` transformation
 
   const AttrSpec* findAttr(std::string_view attrName) const;
 };

@@ -68,6 +68,7 @@ Command explainCommand();
 Command benchCommand();
 Command importCommand();
 Command onnxTestCommand();
+Command gradCommand();
 
 }  // namespace kiln::cli
 
@@ -90,5 +91,7 @@ struct LoadedEntry {
 Expected<LoadedEntry> loadEntry(const Args& args);
 // Prints an error the way compilers do (file:line:col: error: ...) on stderr.
 void reportError(const Error& error);
+// Writes a command's output to the -o file (- or no -o: standard output); returns the exit code.
+int writeOutput(const Args& args, const std::string& text);
 
 }  // namespace kiln::cli

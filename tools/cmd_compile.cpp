@@ -2,7 +2,6 @@
 // kiln IR, LLVM IR before or after optimisation, PTX or host assembly; optionally dump them all.
 #include <fmt/format.h>
 
-#include <fstream>
 
 #include "codegen/compile_stages.h"
 #include "codegen/dump.h"
@@ -17,23 +16,6 @@ namespace {
 
 using codegen::CompileOptions;
 using codegen::Target;
-
-// Writes to -o's file, or stdout.
-int emit(const Args& args, const std::string& text) {
-  auto out = args.get("-o");
-  if (!out || *out == "-") {
-    fmt::print("{}", text);
-    return kExitOk;
-  }
-  std::ofstream file(*out, std::ios::binary);
-  file << text;
-  file.close();
-  if (!file) {
-    reportError(Error("cannot write -o file '" + *out + "'"));
-    return kExitError;
-  }
-  return kExitOk;
-}
 
 int run(const Command& c, const Args& args) {
   if (args.positional.size() != 1)
@@ -76,7 +58,7 @@ int run(const Command& c, const Args& args) {
       reportError(optimized.error());
       return kExitError;
     }
-    return emit(args, printFunction(*optimized->function));
+    return writeOutput(args, printFunction(*optimized->function));
   }
 
   // A cached PTX skips O3, so there is no optimised IR to print then: --emit llvm bypasses the cache.
@@ -85,10 +67,10 @@ int run(const Command& c, const Args& args) {
     reportError(stages.error());
     return kExitError;
   }
-  if (stage == "kiln") return emit(args, stages->kiln);
-  if (stage == "llvm") return emit(args, stages->optimizedIR);
-  if (stage == "llvm-unopt") return emit(args, stages->unoptimizedIR);
-  return emit(args, stages->code);  // ptx, or asm: PTX is the GPU's assembly
+  if (stage == "kiln") return writeOutput(args, stages->kiln);
+  if (stage == "llvm") return writeOutput(args, stages->optimizedIR);
+  if (stage == "llvm-unopt") return writeOutput(args, stages->unoptimizedIR);
+  return writeOutput(args, stages->code);  // ptx, or asm: PTX is the GPU's assembly
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
 // `kiln import`: an ONNX model as kiln text.
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "frontend/onnx/onnx_import.h"
 #include "ir/npy.h"
 #include "ir/printer.h"
@@ -48,19 +46,7 @@ int run(const Command& c, const Args& args) {
     reportError(model.error());
     return kExitError;
   }
-  std::string text = printModule(*model->module);
-  auto out = args.get("-o");
-  if (!out || *out == "-") {
-    fmt::print("{}", text);
-    return kExitOk;
-  }
-  std::ofstream file(*out, std::ios::binary);
-  file << text;
-  if (!file.flush()) {
-    reportError(Error("cannot write '" + *out + "'"));
-    return kExitError;
-  }
-  return kExitOk;
+  return writeOutput(args, printModule(*model->module));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The `kiln` command: dispatches to a subcommand (check, print, run, compile, opt, explain, ops).
+// The `kiln` command: dispatches to a subcommand (check, print, run, compile, opt, grad, explain, ...).
 #include <fmt/format.h>
 #include <llvm/Config/llvm-config.h>
 
@@ -14,7 +14,7 @@ using kiln::cli::Command;
 
 std::vector<Command> commands() {
   return {kiln::cli::checkCommand(), kiln::cli::printCommand(), kiln::cli::runCommand(), kiln::cli::compileCommand(),
-          kiln::cli::optCommand(), kiln::cli::explainCommand(), kiln::cli::benchCommand(), kiln::cli::opsCommand(),
+          kiln::cli::optCommand(), kiln::cli::gradCommand(), kiln::cli::explainCommand(), kiln::cli::benchCommand(), kiln::cli::opsCommand(),
           kiln::cli::importCommand(), kiln::cli::onnxTestCommand()};
 }
 
@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
       return kiln::cli::kExitError;
     }
   }
-  fmt::print(stderr, "kiln: unknown command '{}' (commands: check, print, run, compile, opt, explain, ops, import, onnx-test; see `kiln --help`)\n", args[0]);
+  std::string names;
+  for (const Command& c : commands()) names += (names.empty() ? "" : ", ") + c.name;
+  fmt::print(stderr, "kiln: unknown command '{}' (commands: {}; see `kiln --help`)\n", args[0], names);
   return kiln::cli::kExitUsage;
 }
