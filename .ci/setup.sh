@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what kiln needs to build and test on a fresh Debian 12 machine: LLVM 19 (the shared
-# library, NVPTX target, FileCheck and lit), fmt, GoogleTest, CMake, Ninja, and NumPy for the
-# differential tests. Safe to run again; needs root or sudo for apt-get.
+# library, NVPTX target, FileCheck and lit), fmt, GoogleTest, CMake, Ninja, Open MPI (data-parallel
+# ranks), and NumPy for the differential tests. Safe to run again; needs root or sudo for apt-get.
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build python3 python3-pip
           llvm-19-dev llvm-19-tools libfmt-dev libgtest-dev
-          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
+          libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+          libopenmpi-dev openmpi-bin)
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
