@@ -3,6 +3,7 @@
 #include "runtime/backend.h"
 
 #include "ir/interp/interpreter.h"
+#include "runtime/collectives/all_reduce_step.h"
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
 #if KILN_HAVE_CUDA
@@ -77,6 +78,11 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
   }
   InterpretOptions interpretOptions;
   interpretOptions.maxWhileIterations = options.maxWhileIterations;
+  interpretOptions.allReduce = [](const Op& op, Tensor& value) -> Status {
+    auto comm = collectives::worldCommunicator();
+    if (!comm) return comm.error().at(op.loc());
+    return collectives::allReduceInPlace(op, value.data(), **comm);
+  };
   return interpret(function, inputs, interpretOptions);
 }
 

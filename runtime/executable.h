@@ -20,6 +20,9 @@
 #include "runtime/device_tensor.h"
 
 namespace kiln {
+namespace collectives {
+class Communicator;
+}
 
 namespace codegen {
 class CpuJit;
@@ -45,6 +48,9 @@ struct ExecuteOptions {
   // events around each launch, which runs the step without its CUDA graph).
   double* stepMilliseconds = nullptr;
   std::map<std::string, double>* kernelMilliseconds = nullptr;
+  // The replicas `all_reduce` reduces across (runtime/collectives/communicator.h). Null: this
+  // process's world, which is one replica (all_reduce is the identity) unless mpirun launched it.
+  collectives::Communicator* communicator = nullptr;
 };
 
 // Ok when `given` are exactly the parameter types of `function`; else "@f takes 2 inputs, got 1"

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "ir/interp/interpreter.h"
+#include "runtime/collectives/all_reduce_step.h"
 #include "runtime/executable.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
@@ -189,10 +190,19 @@ class ExecutionContext {
       if (firstBegin < 0 || begin < firstBegin) firstBegin = begin, firstStatus = status;
     });
     if (options_.kernelMilliseconds) (*options_.kernelMilliseconds)[group.name] += millisecondsSince(start);
-    if (firstStatus == 0) return {};
+    if (firstStatus == 0) return reduceAcrossReplicas(group, args.back());
     size_t index = static_cast<size_t>(firstStatus - 1);
     KILN_INTERNAL_CHECK(index < exe_.errors_.size(), "cpu backend: a kernel raised an unknown error");
     return preciseError(group, args, exe_.errors_[index]);
+  }
+
+  // An all_reduce's kernel wrote this replica's value into its result; the replicas then reduce
+  // it in place (a no-op for one replica).
+  Status reduceAcrossReplicas(const codegen::KernelGroup& group, void* result) {
+    if (group.ops.size() != 1 || !collectives::isAllReduce(*group.ops[0])) return {};
+    auto comm = collectives::communicatorFor(options_.communicator);
+    if (!comm) return comm.error().at(group.ops[0]->loc());
+    return collectives::allReduceInPlace(*group.ops[0], result, **comm);
   }
 
   // Runs the body once per slice along axis 0 and stacks what it yields (as the interpreter).
@@ -256,7 +266,10 @@ class ExecutionContext {
 
 Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) const {
 #if KILN_HAVE_CUDA
-  if (cuda_) return cuda_->run(inputs, options);
+  if (cuda_) {
+    KILN_TRY(collectives::checkCudaReplicas(cuda_->function(), options.communicator));
+    return cuda_->run(inputs, options);
+  }
 #endif
   return ExecutionContext(*this, options).run(inputs);
 }

@@ -142,6 +142,7 @@ class Interpreter {
     for (Value* v : op.operands()) inputs.push_back(&frame.lookup(v));
     auto result = runKernel(op, inputs);
     if (!result) return Error(prefixed(op, result.error().message()), op.loc());
+    if (op.kind() == OpKind::AllReduce && options_.allReduce) KILN_TRY(options_.allReduce(op, *result));
     return std::vector<Tensor>{std::move(*result)};
   }
 

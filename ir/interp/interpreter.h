@@ -2,6 +2,7 @@
 // docs/ir.md says. It is slow and simple on purpose: every backend is tested against it.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ir/ir.h"
@@ -12,6 +13,10 @@ namespace kiln {
 struct InterpretOptions {
   // A `while` that runs longer than this stops with an error instead of hanging the process.
   int64_t maxWhileIterations = 10'000'000;
+  // Reduces an `all_reduce`'s value (this replica's, in `value`) in place across data-parallel
+  // replicas; the runtime supplies it under mpirun. Null: one replica, where all_reduce is the
+  // identity.
+  std::function<Status(const Op& op, Tensor& value)> allReduce;
 };
 
 // Runs `function` on `inputs` (one per parameter, with the parameter's exact type) and returns
