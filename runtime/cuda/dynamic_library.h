@@ -38,6 +38,14 @@ class DynamicLibrary {
   std::string path_;
 };
 
+// Looks `name` up in `library` into the function pointer `fn`, adding the name to the
+// comma-separated `missing` when the library lacks it (for tables of entry points).
+template <class Fn>
+void lookupSymbol(const DynamicLibrary& library, const char* name, Fn& fn, std::string& missing) {
+  fn = reinterpret_cast<Fn>(library.symbol(name));
+  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
+}
+
 // Extra folders searched for CUDA's libraries after the loader's own search: $KILN_CUDA_LIBRARY_PATH
 // (colon-separated), then $KILN_CUDA_HOME/lib64 (or the build-time toolkit's), so a toolkit
 // outside the loader's path, or NVIDIA's pip wheels (site-packages/nvidia/*/lib), can be named.

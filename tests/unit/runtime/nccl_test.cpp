@@ -1,0 +1,35 @@
+// NCCL without a GPU: the library loads through kiln's search path and reports a version new
+// enough (2.10+, for ncclAvg), and every kiln dtype has a NCCL type. Collectives need GPUs and
+// several ranks: they run on a GPU machine (docs/testing.md).
+#include <gtest/gtest.h>
+
+#if KILN_HAVE_CUDA
+
+#include "runtime/cuda/nccl.h"
+
+namespace kiln::cuda {
+namespace {
+
+TEST(Nccl, LoadsAndReportsItsVersion) {
+  auto api = ncclLibrary();
+  if (!api) GTEST_SKIP() << "NCCL is not installed here: " << api.error().str();
+  EXPECT_GE((*api)->version, 21000) << (*api)->path;
+  EXPECT_NE((*api)->ncclAllReduce, nullptr);
+}
+
+TEST(Nccl, EveryDtypeHasAType) {
+  EXPECT_EQ(ncclType(DType::F32), ncclFloat32);
+  EXPECT_EQ(ncclType(DType::BF16), ncclBfloat16);
+  EXPECT_EQ(ncclType(DType::F16), ncclFloat16);
+  EXPECT_EQ(ncclType(DType::I64), ncclInt64);
+  EXPECT_EQ(ncclType(DType::Bool), ncclInt8);
+}
+
+}  // namespace
+}  // namespace kiln::cuda
+
+#else
+
+TEST(Nccl, NotBuilt) { GTEST_SKIP() << "built without the CUDA toolkit's headers: no NCCL"; }
+
+#endif
