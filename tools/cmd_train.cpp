@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ir/npy.h"
+#include "ir/printer.h"
 #include "runtime/backend.h"
 #include "runtime/train_session.h"
 #include "tools/cli.h"
@@ -138,6 +139,7 @@ int run(const Command& c, const Args& args) {
   auto trainer = TrainStep::create(f, options);
   if (!trainer) return fail(trainer.error());
   TrainStep& t = **trainer;
+  if (args.has("--print-step")) return writeOutput(args, printFunction(t.stepFunction()));
   if (Status s = t.setParams(init); !s.ok()) return fail(s.error());
   if (auto dir = args.get("--resume")) {
     if (Status s = t.load(*dir); !s.ok()) return fail(s.error());
@@ -205,7 +207,9 @@ Command trainCommand() {
              {"--resume", "DIR", "start from a checkpoint written by --save"},
              {"--log", "PATH.csv", "write step, loss, metrics, samples/s and elapsed seconds per step"},
              {"--plot", "PATH", "draw the loss curve with gnuplot (.svg or .png)"},
-             {"--seed", "S", "seed of the shuffles and the initial parameters (default 0)"}},
+             {"--seed", "S", "seed of the shuffles and the initial parameters (default 0)"},
+             {"--print-step", "", "print the step function (forward + grad + update) instead of training, e.g. for kiln explain"},
+             {"-o", "FILE", "with --print-step: write it to FILE"}},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };
   return c;
