@@ -149,6 +149,7 @@ llvm::Value* emitElementwise(ElementEmitter& e, const Op& op, const Index& index
 llvm::Value* emitLayout(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitReduction(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index);
+llvm::Value* emitBackward(ElementEmitter& e, const Op& op, const Index& index);  // emit_backward.cpp
 
 // How a reduce_* op accumulates (emit_reduction.cpp), shared by reductions computed per output
 // element and row kernels: floats in double, ints in wrapping i64.

@@ -118,9 +118,8 @@ llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index) {
     case OpKind::Conv2d: return conv2d(e, op, index);
     case OpKind::MaxPool2d:
     case OpKind::AvgPool2d: return pool2d(e, op, index);
-    default: break;
+    default: return emitBackward(e, op, index);
   }
-  internalError(__FILE__, __LINE__, "not a dense op: " + std::string(op.name()));
 }
 
 }  // namespace kiln::codegen

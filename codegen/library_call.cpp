@@ -267,7 +267,9 @@ LibraryCall selectLibraryCall(const KernelGroup& group) {
   switch (hero.kind()) {
     case OpKind::Matmul: return selectMatmul(group, hero);
     case OpKind::Conv2d: return selectConv(group, hero);
-    default: return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
+    case OpKind::MaxPool2d:
+    case OpKind::AvgPool2d: return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
+    default: return GeneratedKernel{std::string(hero.name()) + ": no library call for it yet"};
   }
 }
 

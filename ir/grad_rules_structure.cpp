@@ -29,12 +29,6 @@ AttrList withAttr(const Op& op, std::string name, Attr value) {
   return attrs;
 }
 
-// TEMPORARY until the backward ops land: their kinds by name.
-Expected<OpKind> backwardOp(std::string_view name) {
-  if (auto k = lookupOp(name)) return *k;
-  return Error("this build has no op " + std::string(name));
-}
-
 }  // namespace
 
 // NumPy matmul, with a 1-D a read as [1,K] and a 1-D b as [K,1]:
@@ -104,18 +98,14 @@ KILN_GRAD_RULE(slice) {
     for (int64_t k = 0; k < resolved[d].count; ++k) indices.setInt(k, resolved[d].start + k * resolved[d].step);
     Shape full = g->type().shape;
     full[d] = xs[d];
-    auto gb = backwardOp("gather_backward");
-    if (!gb) return gb.error();
-    g = ctx.op(*gb, {g, ctx.b.constant(std::move(indices))},
+    g = ctx.op(OpKind::GatherBackward, {g, ctx.b.constant(std::move(indices))},
                {{"axis", Attr(int64_t{d})}, {"input_shape", Attr::ints(full)}});
   }
   return std::vector<Value*>{g};
 }
 // dx = gather_backward(dy, indices): dy's slices added up at the rows they were gathered from
 KILN_GRAD_RULE(gather) {
-  auto gb = backwardOp("gather_backward");
-  if (!gb) return gb.error();
-  Value* dx = ctx.op(*gb, {dys[0], op.operand(1)},
+  Value* dx = ctx.op(OpKind::GatherBackward, {dys[0], op.operand(1)},
                      withAttr(op, "input_shape", Attr::ints(op.operand(0)->type().shape)));
   return std::vector<Value*>{dx, nullptr};
 }
@@ -143,24 +133,18 @@ KILN_GRAD_RULE(pad) {
 KILN_GRAD_RULE(conv2d) {
   Value* x = op.operand(0);
   Value* w = op.operand(1);
-  auto bd = backwardOp("conv2d_backward_data"), bf = backwardOp("conv2d_backward_filter");
-  if (!bd || !bf) return Error("this build has no conv2d backward ops");
-  Value* dx = ctx.op(*bd, {dys[0], w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
-  Value* dw = ctx.op(*bf, {x, dys[0]}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
+  Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dys[0], w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
+  Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dys[0]}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
   return std::vector<Value*>{dx, dw};
 }
 // Each window's dy goes to the window's first maximal element.
 KILN_GRAD_RULE(maxPool2d) {
-  auto k = backwardOp("max_pool2d_backward");
-  if (!k) return k.error();
-  return std::vector<Value*>{ctx.op(*k, {op.operand(0), dys[0]}, op.attrs())};
+  return std::vector<Value*>{ctx.op(OpKind::MaxPool2dBackward, {op.operand(0), dys[0]}, op.attrs())};
 }
 // Each window's dy is shared among the window's in-bounds elements.
 KILN_GRAD_RULE(avgPool2d) {
-  auto k = backwardOp("avg_pool2d_backward");
-  if (!k) return k.error();
   return std::vector<Value*>{
-      ctx.op(*k, {dys[0]}, withAttr(op, "input_shape", Attr::ints(op.operand(0)->type().shape)))};
+      ctx.op(OpKind::AvgPool2dBackward, {dys[0]}, withAttr(op, "input_shape", Attr::ints(op.operand(0)->type().shape)))};
 }
 
 }  // namespace kiln::grad

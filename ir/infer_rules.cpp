@@ -265,15 +265,20 @@ Expected<Types> slice(const Op& op, const Types*) {
   return Types{{t.dtype, out}};
 }
 
-Expected<Types> gather(const Op& op, const Types*) {
-  TensorType x = op.operand(0)->type(), idx = op.operand(1)->type();
+Expected<TensorType> gatherType(const Op& op, const TensorType& x, const TensorType& idx) {
   KILN_TRY(checkDType(idx, DTypeSet::Int, "indices"));
   auto axis = axisAttr(op, "axis", x.rank());
   if (!axis) return axis.error();
   Shape out(x.shape.begin(), x.shape.begin() + *axis);
   out.insert(out.end(), idx.shape.begin(), idx.shape.end());
   out.insert(out.end(), x.shape.begin() + *axis + 1, x.shape.end());
-  return Types{{x.dtype, out}};
+  return TensorType{x.dtype, out};
+}
+
+Expected<Types> gather(const Op& op, const Types*) {
+  auto t = gatherType(op, op.operand(0)->type(), op.operand(1)->type());
+  if (!t) return t.error();
+  return Types{*t};
 }
 
 Expected<Types> pad(const Op& op, const Types*) {
@@ -290,8 +295,7 @@ Expected<Types> pad(const Op& op, const Types*) {
   return Types{{t.dtype, out}};
 }
 
-Expected<Types> conv2d(const Op& op, const Types*) {
-  TensorType x = op.operand(0)->type(), w = op.operand(1)->type();
+Expected<TensorType> conv2dType(const Op& op, const TensorType& x, const TensorType& w) {
   KILN_TRY(checkDType(x, DTypeSet::Float, "input"));
   KILN_TRY(sameDType({x, w}));
   if (x.rank() != 4) return Error("input must be [N,C,H,W], got " + x.str());
@@ -315,11 +319,16 @@ Expected<Types> conv2d(const Op& op, const Types*) {
   int64_t h = windowOutputSize(x.shape[2], w.shape[2], strides[0], pads[0], pads[2], dil[0]);
   int64_t wd = windowOutputSize(x.shape[3], w.shape[3], strides[1], pads[1], pads[3], dil[1]);
   if (h <= 0 || wd <= 0) return Error("kernel " + w.str() + " is larger than the padded input " + x.str());
-  return Types{{x.dtype, {x.shape[0], w.shape[0], h, wd}}};
+  return TensorType{x.dtype, {x.shape[0], w.shape[0], h, wd}};
 }
 
-Expected<Types> pool2d(const Op& op, const Types*) {
-  TensorType x = op.operand(0)->type();
+Expected<Types> conv2d(const Op& op, const Types*) {
+  auto t = conv2dType(op, op.operand(0)->type(), op.operand(1)->type());
+  if (!t) return t.error();
+  return Types{*t};
+}
+
+Expected<TensorType> pool2dType(const Op& op, const TensorType& x) {
   KILN_TRY(checkDType(x, DTypeSet::Float, "input"));
   if (x.rank() != 4) return Error("input must be [N,C,H,W], got " + x.str());
   auto kernel = op.intsAttr("kernel");
@@ -336,7 +345,13 @@ Expected<Types> pool2d(const Op& op, const Types*) {
   int64_t h = windowOutputSize(x.shape[2], kernel[0], strides[0], pads[0], pads[2]);
   int64_t w = windowOutputSize(x.shape[3], kernel[1], strides[1], pads[1], pads[3]);
   if (h <= 0 || w <= 0) return Error("kernel " + Attr::ints(kernel).str() + " is larger than the padded input " + x.str());
-  return Types{{x.dtype, {x.shape[0], x.shape[1], h, w}}};
+  return TensorType{x.dtype, {x.shape[0], x.shape[1], h, w}};
+}
+
+Expected<Types> pool2d(const Op& op, const Types*) {
+  auto t = pool2dType(op, op.operand(0)->type());
+  if (!t) return t.error();
+  return Types{*t};
 }
 
 Expected<Types> batchNorm(const Op& op, const Types*) {

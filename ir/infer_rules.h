@@ -26,9 +26,14 @@ KILN_INFER_RULE(broadcastTo);
 KILN_INFER_RULE(concat);
 KILN_INFER_RULE(slice);
 KILN_INFER_RULE(gather);
+KILN_INFER_RULE(gatherBackward);   // infer_rules_backward.cpp, as the four below
 KILN_INFER_RULE(pad);
 KILN_INFER_RULE(conv2d);
+KILN_INFER_RULE(conv2dBackwardData);
+KILN_INFER_RULE(conv2dBackwardFilter);
 KILN_INFER_RULE(pool2d);
+KILN_INFER_RULE(maxPool2dBackward);
+KILN_INFER_RULE(avgPool2dBackward);
 KILN_INFER_RULE(batchNorm);
 KILN_INFER_RULE(softmaxCrossEntropy);
 KILN_INFER_RULE(map);
@@ -37,5 +42,11 @@ KILN_INFER_RULE(fusion);
 KILN_INFER_RULE(terminator);
 
 #undef KILN_INFER_RULE
+
+// The forward ops' result types for given operand types (with `op`'s attributes), which their
+// backward ops check their cotangent against.
+Expected<TensorType> gatherType(const Op& op, const TensorType& x, const TensorType& indices);
+Expected<TensorType> conv2dType(const Op& op, const TensorType& x, const TensorType& w);
+Expected<TensorType> pool2dType(const Op& op, const TensorType& x);
 
 }  // namespace kiln::infer

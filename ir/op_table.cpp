@@ -82,11 +82,23 @@ std::vector<OpInfo> buildTable() {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
                   {optional("axis", A::Int, 0), optional("keepdims", A::Bool, false)}, infer::argReduce, B::AxisAttr};
   };
-  auto pool = [](K k, std::string_view n, GradFn g) {
-    return OpInfo{k, n, C::Library, 1, 1, 0, D::Float,
-                  {required("kernel", A::List), computed("strides", A::List, "kernel"), optional("pads", A::List, Attr::ints({0, 0, 0, 0}))},
-                  infer::pool2d, B::MergeIntoBatch, g};
+  auto windowAttrs = [](std::vector<AttrSpec> extra) {
+    std::vector<AttrSpec> attrs = {required("kernel", A::List), computed("strides", A::List, "kernel"),
+                                   optional("pads", A::List, Attr::ints({0, 0, 0, 0}))};
+    attrs.insert(attrs.end(), extra.begin(), extra.end());
+    return attrs;
   };
+  auto pool = [&](K k, std::string_view n, GradFn g) {
+    return OpInfo{k, n, C::Library, 1, 1, 0, D::Float, windowAttrs({}), infer::pool2d, B::MergeIntoBatch, g};
+  };
+  auto convAttrs = [](std::vector<AttrSpec> extra) {
+    std::vector<AttrSpec> attrs = {optional("strides", A::List, Attr::ints({1, 1})), optional("pads", A::List, Attr::ints({0, 0, 0, 0})),
+                                   optional("dilations", A::List, Attr::ints({1, 1})), optional("groups", A::Int, 1)};
+    attrs.insert(attrs.end(), extra.begin(), extra.end());
+    return attrs;
+  };
+  // The backward ops (gradients of gather, conv2d and the pools; `grad` emits them): own kernels,
+  // not batched by vectorize (grad vectorizes maps before it differentiates), no derivative.
   std::vector<OpInfo> t = {
       unary(K::Neg, "neg", D::Num, grad::neg), unary(K::Abs, "abs", D::Num, grad::abs),
       unary(K::Exp, "exp", D::Float, grad::exp), unary(K::Log, "log", D::Float, grad::log), unary(K::Sqrt, "sqrt", D::Float, grad::sqrt),
@@ -124,12 +136,19 @@ std::vector<OpInfo> buildTable() {
        {required("starts", A::List), required("ends", A::List), computed("axes", A::List, "[0, 1, ...]"), computed("steps", A::List, "1s")},
        infer::slice, B::Slice, grad::slice},
       {K::Gather, "gather", C::Layout, 2, 2, 0, D::Any, {optional("axis", A::Int, 0)}, infer::gather, B::Gather, grad::gather},
+      {K::GatherBackward, "gather_backward", C::Library, 2, 2, 0, D::Float,
+       {optional("axis", A::Int, 0), required("input_shape", A::List)}, infer::gatherBackward, B::None},
       {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad, B::Pad, grad::pad},
-      {K::Conv2d, "conv2d", C::Library, 2, 2, 0, D::Float,
-       {optional("strides", A::List, Attr::ints({1, 1})), optional("pads", A::List, Attr::ints({0, 0, 0, 0})),
-        optional("dilations", A::List, Attr::ints({1, 1})), optional("groups", A::Int, 1)},
-       infer::conv2d, B::MergeIntoBatch, grad::conv2d},
+      {K::Conv2d, "conv2d", C::Library, 2, 2, 0, D::Float, convAttrs({}), infer::conv2d, B::MergeIntoBatch, grad::conv2d},
+      {K::Conv2dBackwardData, "conv2d_backward_data", C::Library, 2, 2, 0, D::Float,
+       convAttrs({required("input_shape", A::List)}), infer::conv2dBackwardData, B::None},
+      {K::Conv2dBackwardFilter, "conv2d_backward_filter", C::Library, 2, 2, 0, D::Float,
+       convAttrs({required("filter_shape", A::List)}), infer::conv2dBackwardFilter, B::None},
       pool(K::MaxPool2d, "max_pool2d", grad::maxPool2d), pool(K::AvgPool2d, "avg_pool2d", grad::avgPool2d),
+      {K::MaxPool2dBackward, "max_pool2d_backward", C::Library, 2, 2, 0, D::Float, windowAttrs({}),
+       infer::maxPool2dBackward, B::None},
+      {K::AvgPool2dBackward, "avg_pool2d_backward", C::Library, 1, 1, 0, D::Float,
+       windowAttrs({required("input_shape", A::List)}), infer::avgPool2dBackward, B::None},
       {K::BatchNorm, "batch_norm", C::Elementwise, 5, 5, 0, D::Float, {optional("epsilon", A::Float, 1e-5)},
        infer::batchNorm, B::MergeIntoBatch, grad::batchNorm},
       {K::SoftmaxCrossEntropy, "softmax_cross_entropy", C::Reduction, 2, 2, 0, D::Float, {}, infer::softmaxCrossEntropy, B::None,

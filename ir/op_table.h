@@ -33,7 +33,10 @@ class Context;
   X(Softmax, "softmax") X(LogSoftmax, "log_softmax") X(LayerNorm, "layer_norm")                  \
   X(Matmul, "matmul") X(Reshape, "reshape") X(Transpose, "transpose")                            \
   X(BroadcastTo, "broadcast_to") X(Concat, "concat") X(Slice, "slice") X(Gather, "gather")       \
-  X(Pad, "pad") X(Conv2d, "conv2d") X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d")        \
+  X(GatherBackward, "gather_backward") X(Pad, "pad") X(Conv2d, "conv2d")                         \
+  X(Conv2dBackwardData, "conv2d_backward_data") X(Conv2dBackwardFilter, "conv2d_backward_filter") \
+  X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d") X(MaxPool2dBackward, "max_pool2d_backward") \
+  X(AvgPool2dBackward, "avg_pool2d_backward")                                                    \
   X(BatchNorm, "batch_norm") X(SoftmaxCrossEntropy, "softmax_cross_entropy")                     \
   X(AllReduce, "all_reduce") X(Map, "map") X(While, "while") X(Fusion, "fusion") X(Return, "return") X(Yield, "yield")
 

@@ -52,8 +52,13 @@ bool rereadsOperands(const Op& op) {
   switch (op.kind()) {
     case OpKind::Matmul:
     case OpKind::Conv2d:
+    case OpKind::Conv2dBackwardData:
+    case OpKind::Conv2dBackwardFilter:
     case OpKind::MaxPool2d:
     case OpKind::AvgPool2d:
+    case OpKind::MaxPool2dBackward:
+    case OpKind::AvgPool2dBackward:
+    case OpKind::GatherBackward:
     case OpKind::Softmax:
     case OpKind::LogSoftmax:
     case OpKind::LayerNorm:

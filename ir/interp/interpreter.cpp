@@ -92,10 +92,15 @@ Expected<Tensor> runKernel(const Op& op, const std::vector<const Tensor*>& in) {
     case OpKind::Concat: return concat(op, in);
     case OpKind::Slice: return slice(op, *in[0]);
     case OpKind::Gather: return gather(op, *in[0], *in[1]);
+    case OpKind::GatherBackward: return gatherBackward(op, *in[0], *in[1]);
     case OpKind::Pad: return pad(op, *in[0]);
     case OpKind::Conv2d: return conv2d(op, *in[0], *in[1]);
+    case OpKind::Conv2dBackwardData:
+    case OpKind::Conv2dBackwardFilter: return conv2dBackward(op, *in[0], *in[1]);
     case OpKind::MaxPool2d:
     case OpKind::AvgPool2d: return pool2d(op, *in[0]);
+    case OpKind::MaxPool2dBackward:
+    case OpKind::AvgPool2dBackward: return pool2dBackward(op, in);
     case OpKind::BatchNorm: return batchNorm(op, *in[0], *in[1], *in[2], *in[3], *in[4]);
     case OpKind::SoftmaxCrossEntropy: return softmaxCrossEntropy(op, *in[0], *in[1]);
     // One replica: the sum and the mean over replicas are both the value itself.

@@ -51,6 +51,11 @@ Tensor pool2d(const Op& op, const Tensor& x);  // max_pool2d, avg_pool2d
 Tensor batchNorm(const Op& op, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
                  const Tensor& var);
 
+// ---- backward.cpp (the backward ops) ----
+Expected<Tensor> gatherBackward(const Op& op, const Tensor& dy, const Tensor& indices);
+Tensor conv2dBackward(const Op& op, const Tensor& a, const Tensor& b);  // _data(dy, w), _filter(x, dy)
+Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in);  // max(x, dy), avg(dy)
+
 // ---- indexing.cpp: shared helpers ----
 
 // For each element of `shape` in row-major order: base + sum_d index[d] * strides[d]. With the

@@ -172,6 +172,13 @@ Cases denseCases() {
     check("max_pool2d", {t + "[1,2,5,5]"}, "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2]");
     check("avg_pool2d", {t + "[1,2,5,5]"}, "kernel = [3, 3], pads = [1, 1, 1, 1]");
     check("batch_norm", {t + "[2,3,4]", t + "[3]", t + "[3]", t + "[3]", t + "[3]"}, "epsilon = 0.01");
+    check("conv2d_backward_data", {t + "[1,6,3,4]", t + "[6,2,3,3]"},
+          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, input_shape = [1, 4, 6, 6]");
+    check("conv2d_backward_filter", {t + "[1,4,6,6]", t + "[1,6,3,4]"},
+          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, filter_shape = [6, 2, 3, 3]");
+    check("max_pool2d_backward", {t + "[1,2,5,5]", t + "[1,2,3,6]"}, "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2]");
+    check("avg_pool2d_backward", {t + "[1,2,2,2]"}, "kernel = [3, 3], pads = [1, 1, 1, 1], input_shape = [1, 2, 5, 5]");
+    check("gather_backward", {t + "[2,3,4]", "i64[2,3]"}, "axis = 0, input_shape = [5, 4]");
   }
   return check.cases;
 }

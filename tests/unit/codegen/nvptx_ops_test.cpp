@@ -90,6 +90,17 @@ std::vector<OpCase> opCases() {
   for (const char* op : {"max_pool2d", "avg_pool2d"})
     cases.push_back({op, "func @main(%x: f32[1,2,6,6]) -> f32[1,2,3,3] {\n  %y = " + std::string(op) +
                              " %x {kernel = [3, 3], strides = [2, 2], pads = [1, 1, 0, 0]}\n  return %y\n}\n"});
+  cases.push_back({"conv2d_backward_data", "func @main(%dy: f32[1,4,2,2], %w: f32[4,2,3,3]) -> f32[1,4,6,6] {\n"
+                  "  %y = conv2d_backward_data %dy, %w {strides = [2, 2], groups = 2, input_shape = [1, 4, 6, 6]}\n  return %y\n}\n"});
+  cases.push_back({"conv2d_backward_filter", "func @main(%x: f32[1,4,6,6], %dy: f32[1,4,2,2]) -> f32[4,2,3,3] {\n"
+                  "  %y = conv2d_backward_filter %x, %dy {strides = [2, 2], groups = 2, filter_shape = [4, 2, 3, 3]}\n  return %y\n}\n"});
+  cases.push_back({"max_pool2d_backward", "func @main(%x: f32[1,2,6,6], %dy: f32[1,2,3,3]) -> f32[1,2,6,6] {\n"
+                  "  %y = max_pool2d_backward %x, %dy {kernel = [3, 3], strides = [2, 2], pads = [1, 1, 0, 0]}\n  return %y\n}\n"});
+  cases.push_back({"avg_pool2d_backward", "func @main(%dy: f32[1,2,3,3]) -> f32[1,2,6,6] {\n"
+                  "  %y = avg_pool2d_backward %dy {kernel = [3, 3], strides = [2, 2], pads = [1, 1, 0, 0], input_shape = [1, 2, 6, 6]}\n"
+                  "  return %y\n}\n"});
+  cases.push_back({"gather_backward", "func @main(%dy: f32[3,8], %i: i64[3]) -> f32[5,8] {\n"
+                  "  %y = gather_backward %dy, %i {input_shape = [5, 8]}\n  return %y\n}\n"});
   cases.push_back({"batch_norm", "func @main(%x: f32[2,3,4,4], %s: f32[3], %b: f32[3], %m: f32[3], %v: f32[3]) -> f32[2,3,4,4] {\n"
                                  "  %y = batch_norm %x, %s, %b, %m, %v\n  return %y\n}\n"});
   cases.push_back({"softmax_cross_entropy", "func @main(%l: f32[4,5], %t: i64[4]) -> f32[] {\n"

@@ -1,0 +1,172 @@
+// Element emitters for the backward ops, in gather form: each output element loops over the
+// forward op's elements that it contributed to and adds their cotangents up (no atomics, so one
+// work item per output element, as every other kernel). Sums are in double, rounded once.
+#include <llvm/IR/Constants.h>
+
+#include <cmath>
+
+#include "codegen/element_emitter.h"
+#include "ir/shape_rules.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+llvm::Value* dconst(ElementEmitter& e, double v) { return llvm::ConstantFP::get(e.b.getDoubleTy(), v); }
+
+// The output position `out` of a window that holds input position `in` at window offset `k`:
+// out = (in + padBefore - k * dilation) / stride when that divides exactly and lies in
+// [0, outSize). Returns the position and whether it is valid.
+std::pair<llvm::Value*, llvm::Value*> windowOf(ElementEmitter& e, llvm::Value* in, llvm::Value* k, int64_t stride,
+                                               int64_t padBefore, int64_t dilation, int64_t outSize) {
+  auto& b = e.b;
+  llvm::Value* t = b.CreateSub(b.CreateAdd(in, e.i64(padBefore)), b.CreateMul(k, e.i64(dilation)));
+  llvm::Value* nonNegative = b.CreateICmpSGE(t, e.i64(0));
+  // t is only divided where it is non-negative, so unsigned division is exact there.
+  llvm::Value* safe = b.CreateSelect(nonNegative, t, e.i64(0));
+  llvm::Value* out = b.CreateUDiv(safe, e.i64(stride));
+  llvm::Value* exact = b.CreateICmpEQ(b.CreateURem(safe, e.i64(stride)), e.i64(0));
+  llvm::Value* valid = b.CreateAnd(b.CreateAnd(nonNegative, exact), b.CreateICmpSLT(out, e.i64(outSize)));
+  return {out, valid};
+}
+
+llvm::Value* inRange(ElementEmitter& e, llvm::Value* position, int64_t size) {
+  return e.b.CreateAnd(e.b.CreateICmpSGE(position, e.i64(0)), e.b.CreateICmpSLT(position, e.i64(size)));
+}
+
+// dx[n,c,h,w] = sum over the output channels o of c's group and kernel offsets (ky,kx) whose
+// window covers (h,w): dy[n,o,oy,ox] * w[o, c mod C/groups, ky, kx].
+llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* dy = op.operand(0);
+  const Value* w = op.operand(1);
+  std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
+  const Shape& ws = w->type().shape;
+  const Shape& dys = dy->type().shape;
+  int64_t groupChannels = ws[1], outPerGroup = ws[0] / op.intAttr("groups");
+  llvm::Value* group = b.CreateUDiv(index[1], e.i64(groupChannels));
+  llvm::Value* channel = b.CreateURem(index[1], e.i64(groupChannels));
+  llvm::Value* firstOut = b.CreateMul(group, e.i64(outPerGroup));
+  llvm::Value* acc = e.loopNest({outPerGroup, ws[2], ws[3]}, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& sum) {
+    auto [oy, yValid] = windowOf(e, index[2], ivs[1], strides[0], pads[0], dil[0], dys[2]);
+    auto [ox, xValid] = windowOf(e, index[3], ivs[2], strides[1], pads[1], dil[1], dys[3]);
+    return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
+      llvm::Value* o = b.CreateAdd(firstOut, ivs[0]);
+      llvm::Value* g = e.emit(dy, {index[0], o, oy, ox});
+      llvm::Value* wv = e.emit(w, {o, channel, ivs[1], ivs[2]});
+      return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(g), e.toDouble(wv)))};
+    }, sum);
+  })[0];
+  return e.fromDouble(acc, op.result()->type().dtype);
+}
+
+// dw[o,c,ky,kx] = sum over n, oy, ox with the input position in range:
+//   dy[n,o,oy,ox] * x[n, g*C/groups + c, oy*sy - top + ky*dy, ox*sx - left + kx*dx].
+llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  const Value* dy = op.operand(1);
+  std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
+  const Shape& xs = x->type().shape;
+  const Shape& dys = dy->type().shape;
+  const Shape& ws = op.result()->type().shape;
+  int64_t outPerGroup = ws[0] / op.intAttr("groups");
+  llvm::Value* channel = b.CreateAdd(b.CreateMul(b.CreateUDiv(index[0], e.i64(outPerGroup)), e.i64(ws[1])), index[1]);
+  llvm::Value* acc = e.loopNest({dys[0], dys[2], dys[3]}, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& sum) {
+    llvm::Value* iy = b.CreateAdd(b.CreateSub(b.CreateMul(ivs[1], e.i64(strides[0])), e.i64(pads[0])),
+                                  b.CreateMul(index[2], e.i64(dil[0])));
+    llvm::Value* ix = b.CreateAdd(b.CreateSub(b.CreateMul(ivs[2], e.i64(strides[1])), e.i64(pads[1])),
+                                  b.CreateMul(index[3], e.i64(dil[1])));
+    return e.ifThen(b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3])), [&] {
+      llvm::Value* g = e.emit(dy, {ivs[0], index[0], ivs[1], ivs[2]});
+      llvm::Value* xv = e.emit(x, {ivs[0], channel, iy, ix});
+      return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(g), e.toDouble(xv)))};
+    }, sum);
+  })[0];
+  return e.fromDouble(acc, op.result()->type().dtype);
+}
+
+// dx[n,c,h,w] = sum over the windows covering (h,w) of their dy, where (h,w) is the window's
+// first maximal real element (max) or one of its `count` real elements (avg: dy / count).
+llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  bool isMax = op.kind() == OpKind::MaxPool2dBackward;
+  const Value* dy = op.operand(isMax ? 1 : 0);
+  const Value* x = isMax ? op.operand(0) : nullptr;
+  const Shape& xs = op.result()->type().shape;
+  const Shape& dys = dy->type().shape;
+  std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
+  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
+  llvm::Value* acc = e.loopNest({kernel[0], kernel[1]}, {dconst(e, 0.0)}, [&](const Index& k, const Values& sum) {
+    auto [oy, yValid] = windowOf(e, index[2], k[0], strides[0], pads[0], 1, dys[2]);
+    auto [ox, xValid] = windowOf(e, index[3], k[1], strides[1], pads[1], 1, dys[3]);
+    return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
+      llvm::Value* top = b.CreateSub(b.CreateMul(oy, e.i64(strides[0])), e.i64(pads[0]));
+      llvm::Value* left = b.CreateSub(b.CreateMul(ox, e.i64(strides[1])), e.i64(pads[1]));
+      // Scan the window (oy,ox): its real elements' count, and for max its first maximal one.
+      Values init{dconst(e, -INFINITY), e.i64(-1), e.i64(0)};
+      Values scan = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
+        llvm::Value* iy = b.CreateAdd(top, j[0]);
+        llvm::Value* ix = b.CreateAdd(left, j[1]);
+        return e.ifThen(b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3])), [&] {
+          llvm::Value* count = b.CreateAdd(c[2], e.i64(1));
+          if (!isMax) return Values{c[0], c[1], count};
+          llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));
+          llvm::Value* first = b.CreateICmpSLT(c[1], e.i64(0));
+          llvm::Value* bestIsNan = b.CreateFCmpUNO(c[0], c[0]);
+          llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), b.CreateFCmpOGT(v, c[0]));
+          llvm::Value* take = b.CreateOr(first, b.CreateAnd(b.CreateNot(bestIsNan), beats));
+          llvm::Value* at = b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]);
+          return Values{b.CreateSelect(take, v, c[0]), b.CreateSelect(take, at, c[1]), count};
+        }, c);
+      });
+      llvm::Value* g = e.toDouble(e.emit(dy, {index[0], index[1], oy, ox}));
+      if (!isMax) return Values{b.CreateFAdd(sum[0], b.CreateFDiv(g, b.CreateSIToFP(scan[2], b.getDoubleTy())))};
+      llvm::Value* mine = b.CreateAdd(b.CreateMul(k[0], e.i64(kernel[1])), k[1]);
+      return Values{b.CreateSelect(b.CreateICmpEQ(scan[1], mine), b.CreateFAdd(sum[0], g), sum[0])};
+    }, sum);
+  })[0];
+  return e.fromDouble(acc, op.result()->type().dtype);
+}
+
+// dx[o.., r, i..] = sum over the index positions j with indices[j] = r (negative ones wrapped) of
+// dy[o.., j.., i..]; an index out of range is the same error as gather's.
+llvm::Value* gatherBackward(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  const Value* dy = op.operand(0);
+  const Value* indices = op.operand(1);
+  const Shape& xs = op.result()->type().shape;
+  int axis = *normalizeAxis(op.intAttr("axis"), static_cast<int>(xs.size()));
+  int64_t n = xs[axis];
+  const Shape& is = indices->type().shape;
+  int error = e.addError(op, "index out of range [" + std::to_string(-n) + ", " + std::to_string(n) + ") for axis " +
+                                 std::to_string(axis));
+  llvm::Value* acc = e.loopNest(is, {dconst(e, 0.0)}, [&](const Index& j, const Values& sum) {
+    llvm::Value* raw = e.toI64(e.emit(indices, j));
+    e.raiseIf(b.CreateOr(b.CreateICmpSLT(raw, e.i64(-n)), b.CreateICmpSGE(raw, e.i64(n))), error);
+    llvm::Value* row = b.CreateSelect(b.CreateICmpSLT(raw, e.i64(0)), b.CreateAdd(raw, e.i64(n)), raw);
+    return e.ifThen(b.CreateICmpEQ(row, index[axis]), [&] {
+      Index at(index.begin(), index.begin() + axis);
+      at.insert(at.end(), j.begin(), j.end());
+      at.insert(at.end(), index.begin() + axis + 1, index.end());
+      return Values{b.CreateFAdd(sum[0], e.toDouble(e.emit(dy, at)))};
+    }, sum);
+  })[0];
+  return e.fromDouble(acc, op.result()->type().dtype);
+}
+
+}  // namespace
+
+llvm::Value* emitBackward(ElementEmitter& e, const Op& op, const Index& index) {
+  switch (op.kind()) {
+    case OpKind::Conv2dBackwardData: return conv2dBackwardData(e, op, index);
+    case OpKind::Conv2dBackwardFilter: return conv2dBackwardFilter(e, op, index);
+    case OpKind::MaxPool2dBackward:
+    case OpKind::AvgPool2dBackward: return pool2dBackward(e, op, index);
+    case OpKind::GatherBackward: return gatherBackward(e, op, index);
+    default: break;
+  }
+  internalError(__FILE__, __LINE__, "not a backward op: " + std::string(op.name()));
+}
+
+}  // namespace kiln::codegen

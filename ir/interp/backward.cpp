@@ -1,0 +1,133 @@
+// The backward ops (docs/ir.md): each is the adjoint of its forward op, computed here by walking
+// the forward op's loops and scattering each cotangent element back to what produced it, in
+// double, each result rounded once. (Generated code computes the same sums gathered per output
+// element instead; the tests check both against finite differences and against each other.)
+#include <cmath>
+#include <vector>
+
+#include "ir/interp/kernels.h"
+#include "ir/shape_rules.h"
+
+namespace kiln::interp {
+
+namespace {
+
+Tensor fromDoubles(const TensorType& type, const std::vector<double>& values) {
+  Tensor out(type);
+  for (size_t i = 0; i < values.size(); ++i) out.setDouble(static_cast<int64_t>(i), values[i]);
+  return out;
+}
+
+struct Window {
+  std::vector<int64_t> kernel, strides, pads;
+};
+Window windowOf(const Op& op) {
+  Window w{op.intsAttr("kernel"), {}, op.intsAttr("pads")};
+  w.strides = w.kernel;
+  if (const Attr* s = op.findAttr("strides")) w.strides = *s->getIntList();
+  return w;
+}
+
+}  // namespace
+
+// gather_backward: zeros of input_shape, then dy's slices added at the rows gather read.
+Expected<Tensor> gatherBackward(const Op& op, const Tensor& dy, const Tensor& indices) {
+  const TensorType& type = op.result()->type();
+  int axis = *normalizeAxis(op.intAttr("axis"), type.rank());
+  AxisSplit s = splitAt(type.shape, axis);
+  int64_t numIndices = indices.numElements();
+  std::vector<double> dx(static_cast<size_t>(type.numElements()), 0.0);
+  int64_t dyIndex = 0;
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t j = 0; j < numIndices; ++j) {
+      int64_t index = indices.getInt(j);
+      if (index < -s.n || index >= s.n)
+        return Error("index " + std::to_string(index) + " is out of range [" + std::to_string(-s.n) + ", " +
+                     std::to_string(s.n) + ") for axis " + std::to_string(axis));
+      int64_t row = index < 0 ? index + s.n : index;
+      for (int64_t i = 0; i < s.inner; ++i) dx[(o * s.n + row) * s.inner + i] += dy.getDouble(dyIndex++);
+    }
+  return fromDoubles(type, dx);
+}
+
+// conv2d's loops (ir/interp/nn.cpp), with each product's contribution to y sent back to x or w:
+// dx[n, g*C/groups + c, iy, ix] += dy[n,o,oy,ox] * w[o,c,ky,kx]  and
+// dw[o,c,ky,kx] += dy[n,o,oy,ox] * x[n, g*C/groups + c, iy, ix].
+Tensor conv2dBackward(const Op& op, const Tensor& a, const Tensor& b) {
+  bool data = op.kind() == OpKind::Conv2dBackwardData;
+  const Tensor& dy = data ? a : b;
+  const TensorType& type = op.result()->type();
+  Shape xs = data ? type.shape : a.shape();
+  Shape ws = data ? b.shape() : type.shape;
+  std::vector<double> other = toDoubles(data ? b : a), dyv = toDoubles(dy);
+  std::vector<double> out(static_cast<size_t>(type.numElements()), 0.0);
+  std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
+  int64_t groups = op.intAttr("groups");
+  int64_t channels = xs[1], height = xs[2], width = xs[3];
+  int64_t outChannels = ws[0], groupChannels = ws[1], kh = ws[2], kw = ws[3];
+  int64_t outH = dy.shape()[2], outW = dy.shape()[3], outPerGroup = outChannels / groups;
+  int64_t index = 0;
+  for (int64_t nb = 0; nb < xs[0]; ++nb)
+    for (int64_t o = 0; o < outChannels; ++o)
+      for (int64_t oy = 0; oy < outH; ++oy)
+        for (int64_t ox = 0; ox < outW; ++ox) {
+          double g = dyv[index++];
+          int64_t firstChannel = (o / outPerGroup) * groupChannels;
+          for (int64_t c = 0; c < groupChannels; ++c)
+            for (int64_t ky = 0; ky < kh; ++ky) {
+              int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
+              if (iy < 0 || iy >= height) continue;
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
+                if (ix < 0 || ix >= width) continue;
+                int64_t xi = ((nb * channels + firstChannel + c) * height + iy) * width + ix;
+                int64_t wi = ((o * groupChannels + c) * kh + ky) * kw + kx;
+                if (data) out[xi] += g * other[wi];
+                else out[wi] += g * other[xi];
+              }
+            }
+        }
+  return fromDoubles(type, out);
+}
+
+// Pooling's windows, each sending its dy back: max to the window's first maximal real element
+// (row-major; a NaN is maximal, as max_pool2d lets it win), avg in equal shares to its real
+// elements.
+Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in) {
+  bool isMax = op.kind() == OpKind::MaxPool2dBackward;
+  const Tensor& dy = *in.back();
+  const TensorType& type = op.result()->type();
+  Window w = windowOf(op);
+  int64_t planes = type.shape[0] * type.shape[1], height = type.shape[2], width = type.shape[3];
+  int64_t outH = dy.shape()[2], outW = dy.shape()[3];
+  std::vector<double> dx(static_cast<size_t>(type.numElements()), 0.0);
+  int64_t index = 0;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oy = 0; oy < outH; ++oy)
+      for (int64_t ox = 0; ox < outW; ++ox) {
+        double g = dy.getDouble(index++);
+        std::vector<int64_t> members;
+        int64_t best = -1;
+        double bestValue = 0;
+        for (int64_t ky = 0; ky < w.kernel[0]; ++ky) {
+          int64_t iy = oy * w.strides[0] - w.pads[0] + ky;
+          if (iy < 0 || iy >= height) continue;
+          for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+            int64_t ix = ox * w.strides[1] - w.pads[1] + kx;
+            if (ix < 0 || ix >= width) continue;
+            int64_t at = (p * height + iy) * width + ix;
+            members.push_back(at);
+            if (!isMax) continue;
+            double v = in[0]->getDouble(at);
+            bool better = best < 0 || (!std::isnan(bestValue) && (std::isnan(v) || v > bestValue));
+            if (better) best = at, bestValue = v;
+          }
+        }
+        if (isMax) dx[best] += g;
+        else
+          for (int64_t at : members) dx[at] += g / static_cast<double>(members.size());
+      }
+  return fromDoubles(type, dx);
+}
+
+}  // namespace kiln::interp
