@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = {
     # name: (dataset kind, samples, model, params, batch, steps, optimizer, lr, accuracy threshold)
     "mlp": ("blobs", 600, "mlp_classifier.kiln", "w1,b1,w2,b2,w3,b3", 64, 300, "adam", "0.01", 0.95),
-    "cnn": ("bars", 400, "cnn_classifier.kiln", "k1,c1,k2,c2,w,b", 32, 200, "adam", "0.01", 0.90),
+    "cnn": ("bars", 400, "cnn_classifier.kiln", "k1,c1,k2,c2,w,b", 32, 100, "adam", "0.01", 0.90),
 }
 
 
