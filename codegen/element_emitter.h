@@ -61,6 +61,16 @@ class ElementEmitter {
   llvm::Type* computeType(DType t);
   llvm::Type* storageType(DType t);
   llvm::Value* i64(int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); }
+  llvm::Value* f64(double v) { return llvm::ConstantFP::get(b.getDoubleTy(), v); }
+  // 0 <= position < size, for window reads that may fall into padding.
+  llvm::Value* inRange(llvm::Value* position, int64_t size) {
+    return b.CreateAnd(b.CreateICmpSGE(position, i64(0)), b.CreateICmpSLT(position, i64(size)));
+  }
+  // The input position that window offset k of output position `out` reads:
+  // out * stride - padBefore + k * dilation (conv2d, pooling and their backward ops).
+  llvm::Value* windowPosition(llvm::Value* out, int64_t stride, int64_t padBefore, llvm::Value* k, int64_t dilation) {
+    return b.CreateAdd(b.CreateSub(b.CreateMul(out, i64(stride)), i64(padBefore)), b.CreateMul(k, i64(dilation)));
+  }
   // A constant of dtype `t`'s compute type holding `v` (floats) or int64 `v` truncated (ints).
   llvm::Value* constant(DType t, double v);
   llvm::Value* intConstant(DType t, int64_t v);

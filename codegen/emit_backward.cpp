@@ -12,8 +12,6 @@ namespace kiln::codegen {
 
 namespace {
 
-llvm::Value* dconst(ElementEmitter& e, double v) { return llvm::ConstantFP::get(e.b.getDoubleTy(), v); }
-
 // The output position `out` of a window that holds input position `in` at window offset `k`:
 // out = (in + padBefore - k * dilation) / stride when that divides exactly and lies in
 // [0, outSize). Returns the position and whether it is valid.
@@ -30,10 +28,6 @@ std::pair<llvm::Value*, llvm::Value*> windowOf(ElementEmitter& e, llvm::Value* i
   return {out, valid};
 }
 
-llvm::Value* inRange(ElementEmitter& e, llvm::Value* position, int64_t size) {
-  return e.b.CreateAnd(e.b.CreateICmpSGE(position, e.i64(0)), e.b.CreateICmpSLT(position, e.i64(size)));
-}
-
 // dx[n,c,h,w] = sum over the output channels o of c's group and kernel offsets (ky,kx) whose
 // window covers (h,w): dy[n,o,oy,ox] * w[o, c mod C/groups, ky, kx].
 llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& index) {
@@ -47,7 +41,7 @@ llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& in
   llvm::Value* group = b.CreateUDiv(index[1], e.i64(groupChannels));
   llvm::Value* channel = b.CreateURem(index[1], e.i64(groupChannels));
   llvm::Value* firstOut = b.CreateMul(group, e.i64(outPerGroup));
-  llvm::Value* acc = e.loopNest({outPerGroup, ws[2], ws[3]}, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& sum) {
+  llvm::Value* acc = e.loopNest({outPerGroup, ws[2], ws[3]}, {e.f64(0.0)}, [&](const Index& ivs, const Values& sum) {
     auto [oy, yValid] = windowOf(e, index[2], ivs[1], strides[0], pads[0], dil[0], dys[2]);
     auto [ox, xValid] = windowOf(e, index[3], ivs[2], strides[1], pads[1], dil[1], dys[3]);
     return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
@@ -72,12 +66,10 @@ llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& 
   const Shape& ws = op.result()->type().shape;
   int64_t outPerGroup = ws[0] / op.intAttr("groups");
   llvm::Value* channel = b.CreateAdd(b.CreateMul(b.CreateUDiv(index[0], e.i64(outPerGroup)), e.i64(ws[1])), index[1]);
-  llvm::Value* acc = e.loopNest({dys[0], dys[2], dys[3]}, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& sum) {
-    llvm::Value* iy = b.CreateAdd(b.CreateSub(b.CreateMul(ivs[1], e.i64(strides[0])), e.i64(pads[0])),
-                                  b.CreateMul(index[2], e.i64(dil[0])));
-    llvm::Value* ix = b.CreateAdd(b.CreateSub(b.CreateMul(ivs[2], e.i64(strides[1])), e.i64(pads[1])),
-                                  b.CreateMul(index[3], e.i64(dil[1])));
-    return e.ifThen(b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3])), [&] {
+  llvm::Value* acc = e.loopNest({dys[0], dys[2], dys[3]}, {e.f64(0.0)}, [&](const Index& ivs, const Values& sum) {
+    llvm::Value* iy = e.windowPosition(ivs[1], strides[0], pads[0], index[2], dil[0]);
+    llvm::Value* ix = e.windowPosition(ivs[2], strides[1], pads[1], index[3], dil[1]);
+    return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
       llvm::Value* g = e.emit(dy, {ivs[0], index[0], ivs[1], ivs[2]});
       llvm::Value* xv = e.emit(x, {ivs[0], channel, iy, ix});
       return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(g), e.toDouble(xv)))};
@@ -97,18 +89,16 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
   const Shape& dys = dy->type().shape;
   std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
-  llvm::Value* acc = e.loopNest({kernel[0], kernel[1]}, {dconst(e, 0.0)}, [&](const Index& k, const Values& sum) {
+  llvm::Value* acc = e.loopNest({kernel[0], kernel[1]}, {e.f64(0.0)}, [&](const Index& k, const Values& sum) {
     auto [oy, yValid] = windowOf(e, index[2], k[0], strides[0], pads[0], 1, dys[2]);
     auto [ox, xValid] = windowOf(e, index[3], k[1], strides[1], pads[1], 1, dys[3]);
     return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
-      llvm::Value* top = b.CreateSub(b.CreateMul(oy, e.i64(strides[0])), e.i64(pads[0]));
-      llvm::Value* left = b.CreateSub(b.CreateMul(ox, e.i64(strides[1])), e.i64(pads[1]));
       // Scan the window (oy,ox): its real elements' count, and for max its first maximal one.
-      Values init{dconst(e, -INFINITY), e.i64(-1), e.i64(0)};
+      Values init{e.f64(-INFINITY), e.i64(-1), e.i64(0)};
       Values scan = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
-        llvm::Value* iy = b.CreateAdd(top, j[0]);
-        llvm::Value* ix = b.CreateAdd(left, j[1]);
-        return e.ifThen(b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3])), [&] {
+        llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], 1);
+        llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], 1);
+        return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
           llvm::Value* count = b.CreateAdd(c[2], e.i64(1));
           if (!isMax) return Values{c[0], c[1], count};
           llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));
@@ -141,7 +131,7 @@ llvm::Value* gatherBackward(ElementEmitter& e, const Op& op, const Index& index)
   const Shape& is = indices->type().shape;
   int error = e.addError(op, "index out of range [" + std::to_string(-n) + ", " + std::to_string(n) + ") for axis " +
                                  std::to_string(axis));
-  llvm::Value* acc = e.loopNest(is, {dconst(e, 0.0)}, [&](const Index& j, const Values& sum) {
+  llvm::Value* acc = e.loopNest(is, {e.f64(0.0)}, [&](const Index& j, const Values& sum) {
     llvm::Value* raw = e.toI64(e.emit(indices, j));
     e.raiseIf(b.CreateOr(b.CreateICmpSLT(raw, e.i64(-n)), b.CreateICmpSGE(raw, e.i64(n))), error);
     llvm::Value* row = b.CreateSelect(b.CreateICmpSLT(raw, e.i64(0)), b.CreateAdd(raw, e.i64(n)), raw);

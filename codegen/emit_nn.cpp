@@ -13,8 +13,6 @@ namespace kiln::codegen {
 
 namespace {
 
-llvm::Value* dconst(ElementEmitter& e, double v) { return llvm::ConstantFP::get(e.b.getDoubleTy(), v); }
-
 // NumPy matmul: a 1-D a is a row [1,K], a 1-D b a column [K,1], and those unit dims are not in
 // the result; batch dims broadcast.
 llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
@@ -31,7 +29,7 @@ llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
   llvm::Value* row = aVector ? nullptr : index[batch.size()];
   llvm::Value* column = bVector ? nullptr : index.back();
   bool ints = isInt(a->type().dtype);
-  llvm::Value* zero = ints ? e.i64(0) : dconst(e, 0.0);
+  llvm::Value* zero = ints ? e.i64(0) : e.f64(0.0);
   llvm::Value* acc = e.loop(k, {zero}, [&](llvm::Value* p, const Values& sum) {
     Index ai = e.broadcastIndex(batchIndex, batchA, batch);
     if (!aVector) ai.push_back(row);
@@ -48,17 +46,6 @@ llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
   return ints ? b.CreateTrunc(acc, e.computeType(t)) : e.fromDouble(acc, t);
 }
 
-// y * stride - padBefore + k * dilation is inside [0, size).
-llvm::Value* windowPosition(ElementEmitter& e, llvm::Value* out, int64_t stride, int64_t padBefore, llvm::Value* k,
-                            int64_t dilation) {
-  auto& b = e.b;
-  llvm::Value* base = b.CreateSub(b.CreateMul(out, e.i64(stride)), e.i64(padBefore));
-  return b.CreateAdd(base, b.CreateMul(k, e.i64(dilation)));
-}
-llvm::Value* inRange(ElementEmitter& e, llvm::Value* position, int64_t size) {
-  return e.b.CreateAnd(e.b.CreateICmpSGE(position, e.i64(0)), e.b.CreateICmpSLT(position, e.i64(size)));
-}
-
 // ONNX Conv (cross-correlation) with groups; out-of-range input positions read zero padding
 // and are skipped, so the sum adds exactly the terms the interpreter adds.
 llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& index) {
@@ -72,10 +59,10 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& index) {
   int64_t outPerGroup = ws[0] / op.intAttr("groups");
   llvm::Value* firstChannel = b.CreateMul(b.CreateUDiv(index[1], e.i64(outPerGroup)), e.i64(groupChannels));
   Shape window{groupChannels, ws[2], ws[3]};
-  llvm::Value* acc = e.loopNest(window, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& sum) {
-    llvm::Value* iy = windowPosition(e, index[2], strides[0], pads[0], ivs[1], dil[0]);
-    llvm::Value* ix = windowPosition(e, index[3], strides[1], pads[1], ivs[2], dil[1]);
-    llvm::Value* inside = b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3]));
+  llvm::Value* acc = e.loopNest(window, {e.f64(0.0)}, [&](const Index& ivs, const Values& sum) {
+    llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[1], dil[0]);
+    llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[2], dil[1]);
+    llvm::Value* inside = b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3]));
     return e.ifThen(inside, [&] {
       llvm::Value* xv = e.emit(x, {index[0], b.CreateAdd(firstChannel, ivs[0]), iy, ix});
       llvm::Value* wv = e.emit(w, {index[1], ivs[0], ivs[1], ivs[2]});
@@ -95,11 +82,11 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
   std::vector<int64_t> pads = op.intsAttr("pads");
   bool isMax = op.kind() == OpKind::MaxPool2d;
-  Values init{dconst(e, isMax ? -INFINITY : 0.0), e.i64(0)};
+  Values init{e.f64(isMax ? -INFINITY : 0.0), e.i64(0)};
   Values acc = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& ivs, const Values& c) {
-    llvm::Value* iy = windowPosition(e, index[2], strides[0], pads[0], ivs[0], 1);
-    llvm::Value* ix = windowPosition(e, index[3], strides[1], pads[1], ivs[1], 1);
-    llvm::Value* inside = b.CreateAnd(inRange(e, iy, xs[2]), inRange(e, ix, xs[3]));
+    llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], 1);
+    llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], 1);
+    llvm::Value* inside = b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3]));
     return e.ifThen(inside, [&] {
       llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));
       llvm::Value* next = isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], v);

@@ -12,8 +12,6 @@ namespace kiln::codegen {
 
 namespace {
 
-llvm::Value* dconst(ElementEmitter& e, double v) { return llvm::ConstantFP::get(e.b.getDoubleTy(), v); }
-
 // x's index for output element `index`, with the reduced axes taken from `ivs` (keepdims
 // outputs hold a size-1 dim at each reduced axis, which is skipped).
 Index reducedSource(const Index& index, const std::vector<int>& axes, bool keepdims, const Index& ivs, int rank) {
@@ -70,9 +68,9 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
       default: return e.b.CreateFAdd(a, v);
     }
   };
-  return {dconst(e, identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toDouble(x)); },
+  return {e.f64(identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toDouble(x)); },
           combine, [&e, kind, count, t](llvm::Value* a) {
-            llvm::Value* r = kind == OpKind::ReduceMean ? e.b.CreateFDiv(a, dconst(e, static_cast<double>(count))) : a;  // 0/0 = NaN
+            llvm::Value* r = kind == OpKind::ReduceMean ? e.b.CreateFDiv(a, e.f64(static_cast<double>(count))) : a;  // 0/0 = NaN
             return e.fromDouble(r, t);
           }};
 }
@@ -138,10 +136,10 @@ struct RowStats {
 };
 RowStats rowStats(ElementEmitter& e, const std::function<llvm::Value*(llvm::Value*)>& element, int64_t n) {
   auto& b = e.b;
-  llvm::Value* max = e.loop(n, {dconst(e, -INFINITY)}, [&](llvm::Value* k, const Values& c) {
+  llvm::Value* max = e.loop(n, {e.f64(-INFINITY)}, [&](llvm::Value* k, const Values& c) {
     return Values{e.floatMax(c[0], e.toDouble(element(k)))};
   })[0];
-  llvm::Value* sum = e.loop(n, {dconst(e, 0.0)}, [&](llvm::Value* k, const Values& c) {
+  llvm::Value* sum = e.loop(n, {e.f64(0.0)}, [&](llvm::Value* k, const Values& c) {
     return Values{b.CreateFAdd(c[0], e.math(MathFn::Exp, {b.CreateFSub(e.toDouble(element(k)), max)}))};
   })[0];
   return {max, sum};
@@ -175,18 +173,18 @@ llvm::Value* layerNorm(ElementEmitter& e, const Op& op, const Index& index) {
     source.insert(source.end(), ivs.begin(), ivs.end());
     return e.toDouble(e.emit(x, source));
   };
-  llvm::Value* count = dconst(e, static_cast<double>(numElements(inner)));
-  llvm::Value* sum = e.loopNest(inner, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& c) {
+  llvm::Value* count = e.f64(static_cast<double>(numElements(inner)));
+  llvm::Value* sum = e.loopNest(inner, {e.f64(0.0)}, [&](const Index& ivs, const Values& c) {
     return Values{b.CreateFAdd(c[0], element(ivs))};
   })[0];
   llvm::Value* mean = b.CreateFDiv(sum, count);
-  llvm::Value* squares = e.loopNest(inner, {dconst(e, 0.0)}, [&](const Index& ivs, const Values& c) {
+  llvm::Value* squares = e.loopNest(inner, {e.f64(0.0)}, [&](const Index& ivs, const Values& c) {
     llvm::Value* d = b.CreateFSub(element(ivs), mean);
     return Values{b.CreateFAdd(c[0], b.CreateFMul(d, d))};
   })[0];
   llvm::Value* var = b.CreateFDiv(squares, count);
-  llvm::Value* epsilon = dconst(e, op.floatAttr("epsilon"));
-  llvm::Value* invStd = b.CreateFDiv(dconst(e, 1.0), e.math(MathFn::Sqrt, {b.CreateFAdd(var, epsilon)}));
+  llvm::Value* epsilon = e.f64(op.floatAttr("epsilon"));
+  llvm::Value* invStd = b.CreateFDiv(e.f64(1.0), e.math(MathFn::Sqrt, {b.CreateFAdd(var, epsilon)}));
   llvm::Value* y = b.CreateFMul(b.CreateFSub(e.toDouble(e.emit(x, index)), mean), invStd);
   Index param(index.begin() + static_cast<ptrdiff_t>(axis), index.end());
   llvm::Value* scaled = b.CreateFMul(y, e.toDouble(e.emit(op.operand(1), param)));
@@ -201,18 +199,18 @@ llvm::Value* softmaxCrossEntropy(ElementEmitter& e, const Op& op, const Index&) 
   const Value* labels = op.operand(1);
   int64_t rows = logits->type().shape[0], classes = logits->type().shape[1];
   int error = e.addError(op, "label out of range [0, " + std::to_string(classes) + ")");
-  llvm::Value* total = e.loop(rows, {dconst(e, 0.0)}, [&](llvm::Value* r, const Values& c) {
+  llvm::Value* total = e.loop(rows, {e.f64(0.0)}, [&](llvm::Value* r, const Values& c) {
     llvm::Value* label = e.toI64(e.emit(labels, {r}));
     llvm::Value* bad = b.CreateOr(b.CreateICmpSLT(label, e.i64(0)), b.CreateICmpSGE(label, e.i64(classes)));
     e.raiseIf(bad, error);
     auto element = [&](llvm::Value* k) { return e.emit(logits, {r, k}); };
     RowStats row = rowStats(e, element, classes);
     llvm::Value* picked =
-        e.ifElse(bad, [&] { return dconst(e, 0.0); }, [&] { return e.toDouble(element(label)); });
+        e.ifElse(bad, [&] { return e.f64(0.0); }, [&] { return e.toDouble(element(label)); });
     llvm::Value* loss = b.CreateFSub(b.CreateFAdd(row.max, e.math(MathFn::Log, {row.sum})), picked);
     return Values{b.CreateFAdd(c[0], loss)};
   })[0];
-  return e.fromDouble(b.CreateFDiv(total, dconst(e, static_cast<double>(rows))), op.result()->type().dtype);
+  return e.fromDouble(b.CreateFDiv(total, e.f64(static_cast<double>(rows))), op.result()->type().dtype);
 }
 
 }  // namespace

@@ -50,43 +50,19 @@ Expected<Tensor> gatherBackward(const Op& op, const Tensor& dy, const Tensor& in
   return fromDoubles(type, dx);
 }
 
-// conv2d's loops (ir/interp/nn.cpp), with each product's contribution to y sent back to x or w:
-// dx[n, g*C/groups + c, iy, ix] += dy[n,o,oy,ox] * w[o,c,ky,kx]  and
-// dw[o,c,ky,kx] += dy[n,o,oy,ox] * x[n, g*C/groups + c, iy, ix].
+// conv2d's terms (forEachConvTerm), each product's contribution to y sent back to x or w:
+// dx[x] += dy[y] * w[w]  and  dw[w] += dy[y] * x[x].
 Tensor conv2dBackward(const Op& op, const Tensor& a, const Tensor& b) {
   bool data = op.kind() == OpKind::Conv2dBackwardData;
   const Tensor& dy = data ? a : b;
   const TensorType& type = op.result()->type();
-  Shape xs = data ? type.shape : a.shape();
-  Shape ws = data ? b.shape() : type.shape;
   std::vector<double> other = toDoubles(data ? b : a), dyv = toDoubles(dy);
   std::vector<double> out(static_cast<size_t>(type.numElements()), 0.0);
-  std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
-  int64_t groups = op.intAttr("groups");
-  int64_t channels = xs[1], height = xs[2], width = xs[3];
-  int64_t outChannels = ws[0], groupChannels = ws[1], kh = ws[2], kw = ws[3];
-  int64_t outH = dy.shape()[2], outW = dy.shape()[3], outPerGroup = outChannels / groups;
-  int64_t index = 0;
-  for (int64_t nb = 0; nb < xs[0]; ++nb)
-    for (int64_t o = 0; o < outChannels; ++o)
-      for (int64_t oy = 0; oy < outH; ++oy)
-        for (int64_t ox = 0; ox < outW; ++ox) {
-          double g = dyv[index++];
-          int64_t firstChannel = (o / outPerGroup) * groupChannels;
-          for (int64_t c = 0; c < groupChannels; ++c)
-            for (int64_t ky = 0; ky < kh; ++ky) {
-              int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
-              if (iy < 0 || iy >= height) continue;
-              for (int64_t kx = 0; kx < kw; ++kx) {
-                int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
-                if (ix < 0 || ix >= width) continue;
-                int64_t xi = ((nb * channels + firstChannel + c) * height + iy) * width + ix;
-                int64_t wi = ((o * groupChannels + c) * kh + ky) * kw + kx;
-                if (data) out[xi] += g * other[wi];
-                else out[wi] += g * other[xi];
-              }
-            }
-        }
+  forEachConvTerm(op, data ? type.shape : a.shape(), data ? b.shape() : type.shape, dy.shape(),
+                  [&](int64_t y, int64_t x, int64_t w) {
+                    if (data) out[x] += dyv[y] * other[w];
+                    else out[w] += dyv[y] * other[x];
+                  });
   return fromDoubles(type, out);
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "ir/ir.h"
@@ -47,6 +48,10 @@ Tensor pad(const Op& op, const Tensor& x);
 // ---- nn.cpp ----
 Tensor matmul(const Op& op, const Tensor& a, const Tensor& b);
 Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w);
+// Every product of conv2d's sums, in order: term(y, x, w) for output element y, input element x
+// and weight element w (row-major indices), padding skipped.
+void forEachConvTerm(const Op& op, const Shape& xs, const Shape& ws, const Shape& ys,
+                     const std::function<void(int64_t y, int64_t x, int64_t w)>& term);
 Tensor pool2d(const Op& op, const Tensor& x);  // max_pool2d, avg_pool2d
 Tensor batchNorm(const Op& op, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
                  const Tensor& var);

@@ -2,6 +2,7 @@
 // double once, products are summed in double and each result is rounded once when stored; int
 // matmul wraps modulo 2^64 and then to its width.
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -63,25 +64,20 @@ Tensor matmul(const Op& op, const Tensor& a, const Tensor& b) {
 
 // ONNX Conv (cross-correlation): out[n,o,y,x] = sum over c, ky, kx of
 //   in[n, g*C/groups + c, y*sy - top + ky*dy, x*sx - left + kx*dx] * w[o, c, ky, kx]
-// with g = o / (O/groups) and out-of-range input positions reading zero padding.
-Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
-  Tensor out(op.result()->type());
+// with g = o / (O/groups) and out-of-range input positions reading zero padding: the terms
+// forEachConvTerm visits, which also drives the backward convolutions (backward.cpp).
+void forEachConvTerm(const Op& op, const Shape& xs, const Shape& ws, const Shape& ys,
+                     const std::function<void(int64_t y, int64_t x, int64_t w)>& term) {
   std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
-  int64_t groups = op.intAttr("groups");
-  const Shape& xs = x.shape();
-  const Shape& ws = w.shape();
-  int64_t batch = xs[0], channels = xs[1], height = xs[2], width = xs[3];
+  int64_t channels = xs[1], height = xs[2], width = xs[3];
   int64_t outChannels = ws[0], groupChannels = ws[1], kh = ws[2], kw = ws[3];
-  int64_t outH = out.shape()[2], outW = out.shape()[3];
-  int64_t outPerGroup = outChannels / groups;
-  std::vector<double> xv = toDoubles(x), wv = toDoubles(w);
+  int64_t outPerGroup = outChannels / op.intAttr("groups");
   int64_t index = 0;
-  for (int64_t nb = 0; nb < batch; ++nb)
+  for (int64_t nb = 0; nb < xs[0]; ++nb)
     for (int64_t o = 0; o < outChannels; ++o)
-      for (int64_t oy = 0; oy < outH; ++oy)
-        for (int64_t ox = 0; ox < outW; ++ox) {
+      for (int64_t oy = 0; oy < ys[2]; ++oy)
+        for (int64_t ox = 0; ox < ys[3]; ++ox, ++index) {
           int64_t firstChannel = (o / outPerGroup) * groupChannels;
-          double sum = 0;
           for (int64_t c = 0; c < groupChannels; ++c)
             for (int64_t ky = 0; ky < kh; ++ky) {
               int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
@@ -89,12 +85,19 @@ Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
               for (int64_t kx = 0; kx < kw; ++kx) {
                 int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
                 if (ix < 0 || ix >= width) continue;
-                double xval = xv[((nb * channels + firstChannel + c) * height + iy) * width + ix];
-                sum += xval * wv[((o * groupChannels + c) * kh + ky) * kw + kx];
+                term(index, ((nb * channels + firstChannel + c) * height + iy) * width + ix,
+                     ((o * groupChannels + c) * kh + ky) * kw + kx);
               }
             }
-          out.setDouble(index++, sum);
         }
+}
+
+Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
+  Tensor out(op.result()->type());
+  std::vector<double> xv = toDoubles(x), wv = toDoubles(w), sums(static_cast<size_t>(out.numElements()), 0.0);
+  forEachConvTerm(op, x.shape(), w.shape(), out.shape(),
+                  [&](int64_t y, int64_t xi, int64_t wi) { sums[y] += xv[xi] * wv[wi]; });
+  for (size_t i = 0; i < sums.size(); ++i) out.setDouble(static_cast<int64_t>(i), sums[i]);
   return out;
 }
 
