@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build python3 python3-pip
           llvm-19-dev llvm-19-tools libfmt-dev libgtest-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin gnuplot-nox)
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

@@ -24,3 +24,4 @@
 #include "runtime/backend.h"
 #include "runtime/executable.h"
 #include "runtime/random_inputs.h"
+#include "runtime/train_session.h"

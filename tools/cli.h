@@ -69,6 +69,7 @@ Command benchCommand();
 Command importCommand();
 Command onnxTestCommand();
 Command gradCommand();
+Command trainCommand();
 
 }  // namespace kiln::cli
 

@@ -14,7 +14,7 @@ using kiln::cli::Command;
 
 std::vector<Command> commands() {
   return {kiln::cli::checkCommand(), kiln::cli::printCommand(), kiln::cli::runCommand(), kiln::cli::compileCommand(),
-          kiln::cli::optCommand(), kiln::cli::gradCommand(), kiln::cli::explainCommand(), kiln::cli::benchCommand(), kiln::cli::opsCommand(),
+          kiln::cli::optCommand(), kiln::cli::gradCommand(), kiln::cli::trainCommand(), kiln::cli::explainCommand(), kiln::cli::benchCommand(), kiln::cli::opsCommand(),
           kiln::cli::importCommand(), kiln::cli::onnxTestCommand()};
 }
 

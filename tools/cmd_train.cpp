@@ -1,0 +1,218 @@
+// `kiln train`: trains a loss function's parameters on .npy data with a compiled training step
+// (runtime/train_session.h), with shuffled batches, a progress line, a CSV log, a loss plot and
+// atomic checkpoints that a later run resumes exactly.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/npy.h"
+#include "ir/printer.h"
+#include "runtime/backend.h"
+#include "runtime/train_session.h"
+#include "tools/cli.h"
+#include "tools/inputs.h"
+#include "tools/train_data.h"
+#include "tools/train_report.h"
+
+namespace kiln::cli {
+
+namespace {
+
+std::string stripPercent(const std::string& name) { return !name.empty() && name[0] == '%' ? name.substr(1) : name; }
+
+// NAME=PATH (or NAME alone when `pathOptional`) from a comma-separated flag.
+struct NamedPath {
+  std::string name, path;
+};
+std::optional<std::vector<NamedPath>> namedPaths(const std::string& list, bool pathOptional) {
+  std::vector<NamedPath> out;
+  for (const std::string& item : splitCommaList(list)) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos && !pathOptional) return std::nullopt;
+    out.push_back({stripPercent(item.substr(0, eq)), eq == std::string::npos ? "" : item.substr(eq + 1)});
+    if (out.back().name.empty() || (eq != std::string::npos && out.back().path.empty())) return std::nullopt;
+  }
+  return out;
+}
+
+int fail(const Error& e) {
+  reportError(e);
+  return kExitError;
+}
+
+int run(const Command& c, const Args& args) {
+  if (args.positional.size() != 1)
+    return usageError(c, args.positional.empty() ? "missing FILE" : "expected one FILE, got " + std::to_string(args.positional.size()));
+  auto params = namedPaths(args.get("--params").value_or(""), true);
+  if (!params || params->empty()) return usageError(c, "--params NAME[=INIT.npy],... is required: the parameters to train");
+  auto data = namedPaths(args.get("--data").value_or(""), false);
+  if (!data || data->empty()) return usageError(c, "--data NAME=PATH.npy,... is required: the training data");
+  auto batch = parseInteger<int64_t>(args.get("--batch").value_or(""));
+  if (!batch || *batch < 1) return usageError(c, "--batch B is required: a positive number of samples per update");
+  auto steps = parseInteger<int64_t>(args.get("--steps").value_or(""));
+  if (!steps || *steps < 1) return usageError(c, "--steps N is required: a positive number of updates");
+  auto accumulate = parseInteger<int64_t>(args.get("--accumulate").value_or("1"));
+  if (!accumulate || *accumulate < 1) return usageError(c, "--accumulate takes a positive number of micro-batches");
+  auto seed = parseInteger<uint64_t>(args.get("--seed").value_or("0"));
+  if (!seed) return usageError(c, "--seed takes a non-negative integer");
+  double lr = 0;
+  try {
+    size_t used = 0;
+    std::string text = args.get("--lr").value_or("");
+    lr = std::stod(text, &used);
+    if (used != text.size() || !(lr > 0)) throw std::invalid_argument("lr");
+  } catch (...) {
+    return usageError(c, "--lr LR is required: a positive learning rate");
+  }
+  auto optimizer = passes::parseOptimizer(args.get("--optimizer").value_or("sgd"));
+  if (!optimizer) return usageError(c, optimizer.error().message());
+  Backend requested = Backend::Auto;
+  if (auto name = args.get("--backend")) {
+    auto b = parseBackend(*name);
+    if (!b) return usageError(c, "unknown backend '" + *name + "' (expected interp, cpu, cuda or auto)");
+    requested = *b;
+  }
+  if (auto plot = args.get("--plot"); plot && !plot->ends_with(".svg") && !plot->ends_with(".png"))
+    return usageError(c, "--plot " + *plot + ": expected a .svg or .png file");
+
+  auto loaded = loadEntry(args);
+  if (!loaded) return fail(loaded.error());
+  const Function& f = *loaded->entry;
+  std::vector<Value*> fParams = f.params();
+  auto findParam = [&](const std::string& name) -> const Value* {
+    for (const Value* p : fParams)
+      if (p->name() == name) return p;
+    return nullptr;
+  };
+  TrainOptions options;
+  options.spec.optimizer = *optimizer;
+  options.batch = *batch;
+  options.accumulate = *accumulate;
+  options.backend = requested;
+  std::vector<Tensor> init;
+  for (size_t i = 0; i < params->size(); ++i) {
+    const NamedPath& p = (*params)[i];
+    const Value* v = findParam(p.name);
+    if (!v) return fail(Error("--params: @" + f.name() + " has no parameter %" + p.name));
+    options.spec.params.push_back(p.name);
+    if (p.path.empty()) {
+      init.push_back(initialParam(v->type(), *seed, static_cast<int>(i)));
+      continue;
+    }
+    auto t = readNpy(p.path);
+    if (!t) return fail(t.error());
+    if (t->type() != v->type())
+      return fail(Error("--params " + p.name + "=" + p.path + ": %" + p.name + " is " + v->type().str() + ", the file holds " +
+                        t->type().str()));
+    init.push_back(std::move(*t));
+  }
+  // Data arrays in the order of f's data parameters; each must match its parameter but in axis 0.
+  std::vector<std::string> dataNames;
+  std::vector<Tensor> arrays;
+  for (const NamedPath& d : *data) {
+    const Value* v = findParam(d.name);
+    if (!v) return fail(Error("--data: @" + f.name() + " has no parameter %" + d.name));
+    if (std::count(options.spec.params.begin(), options.spec.params.end(), d.name))
+      return fail(Error("--data: %" + d.name + " is also named in --params"));
+  }
+  for (const Value* v : fParams) {
+    if (std::count(options.spec.params.begin(), options.spec.params.end(), v->name())) continue;
+    auto it = std::find_if(data->begin(), data->end(), [&](const NamedPath& d) { return d.name == v->name(); });
+    if (it == data->end())
+      return fail(Error("%" + v->name() + " is neither trained (--params) nor given data (--data NAME=PATH.npy)"));
+    auto t = readNpy(it->path);
+    if (!t) return fail(t.error());
+    TensorType want = v->type(), got = t->type();
+    if (got.rank() > 0) want.shape[0] = got.shape[0];
+    if (want.rank() == 0 || got != want)
+      return fail(Error("--data " + v->name() + "=" + it->path + ": %" + v->name() + " is " + v->type().str() +
+                        " (axis 0 is the batch), the file holds " + got.str()));
+    dataNames.push_back(v->name());
+    arrays.push_back(std::move(*t));
+  }
+  auto dataset = Dataset::create(dataNames, std::move(arrays));
+  if (!dataset) return fail(dataset.error());
+  if (*batch > dataset->length())
+    return fail(Error("--batch " + std::to_string(*batch) + " is larger than the dataset (" +
+                      std::to_string(dataset->length()) + " samples)"));
+
+  auto trainer = TrainStep::create(f, options);
+  if (!trainer) return fail(trainer.error());
+  TrainStep& t = **trainer;
+  if (args.has("--print-step")) return writeOutput(args, printFunction(t.stepFunction()));
+  if (Status s = t.setParams(init); !s.ok()) return fail(s.error());
+  if (auto dir = args.get("--resume")) {
+    if (Status s = t.load(*dir); !s.ok()) return fail(s.error());
+  }
+  std::vector<std::string> metricNames;
+  const Op* ret = f.body().terminator();
+  for (size_t i = 1; i < ret->numOperands(); ++i) {
+    std::string n = ret->operand(i)->name();
+    metricNames.push_back(n.empty() || std::isdigit(static_cast<unsigned char>(n[0])) ? "metric" + std::to_string(i) : n);
+  }
+  int64_t first = t.stepCount() + 1, last = t.stepCount() + *steps;
+  TrainReport report(metricNames, first, last, *batch);
+  if (auto log = args.get("--log")) {
+    if (Status s = report.openLog(*log); !s.ok()) return fail(s.error());
+  }
+  fmt::print("training {} parameters of @{} with {} (lr {}) on {}: {} samples, batch {}{}, steps {}..{}\n",
+             options.spec.params.size(), f.name(), passes::optimizerName(optimizer->kind), lr, backendName(t.backend()),
+             dataset->length(), *batch, *accumulate > 1 ? fmt::format(" ({} x {})", *accumulate, *batch / *accumulate) : "",
+             first, last);
+  std::fflush(stdout);
+  std::vector<Tensor> next = dataset->batch(first - 1, *batch, *seed);
+  for (int64_t step = first; step <= last; ++step) {
+    std::vector<Tensor> current = std::move(next);
+    if (step < last) {
+      next = dataset->batch(step, *batch, *seed);
+      if (Status s = t.prefetch(next); !s.ok()) return fail(s.error());  // overlaps this step on CUDA
+    }
+    auto r = t.step(current, static_cast<float>(lr));
+    if (!r) return fail(r.error());
+    report.record(step, r->loss, r->metrics);
+  }
+  report.finish();
+  if (auto dir = args.get("--save")) {
+    if (Status s = t.save(*dir); !s.ok()) return fail(s.error());
+    fmt::print("saved step {} to {}\n", t.stepCount(), *dir);
+  }
+  if (auto plot = args.get("--plot")) {
+    if (Status s = plotLoss(*plot, report.records()); !s.ok()) return fail(s.error());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command trainCommand() {
+  Command c{"train", "train a loss function's parameters on .npy data (forward + grad + update in one step)",
+            "kiln train FILE --params NAME[=INIT.npy],... --data NAME=PATH.npy,... --batch B --steps N --lr LR [flags]",
+            "The entry function takes parameters and data and returns a scalar loss first (then scalar\n"
+            "metrics, e.g. accuracy). Each step runs forward, gradient and optimizer update as one compiled\n"
+            "function on a batch of B samples: each --data array is cut along axis 0 and shuffled per epoch\n"
+            "with --seed (a last partial batch is dropped). Axis 0 of every data parameter is the batch, so\n"
+            "the batch size written in FILE is only a default. Parameters without INIT start Glorot-uniform\n"
+            "(rank >= 2) or zero (biases). --steps counts this run's updates; --resume DIR continues from a\n"
+            "checkpoint's step count, parameters and optimizer state exactly. See docs/training.md.",
+            {{"--params", "LIST", "parameters to train, NAME or NAME=INIT.npy, comma-separated"},
+             {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples)"},
+             {"--batch", "B", "samples per update"},
+             {"--steps", "N", "updates to run"},
+             {"--optimizer", "NAME", "sgd (default), momentum, nesterov, adam or adamw"},
+             {"--lr", "LR", "learning rate"},
+             {"--accumulate", "K", "split each batch into K micro-batches whose gradients are averaged"},
+             {"--backend", "NAME", "interp, cpu, cuda or auto (default)"},
+             {"--entry", "NAME", "the loss function (default: @main, else the first)"},
+             {"--save", "DIR", "write parameters, optimizer state and step count to DIR at the end (atomically)"},
+             {"--resume", "DIR", "start from a checkpoint written by --save"},
+             {"--log", "PATH.csv", "write step, loss, metrics, samples/s and elapsed seconds per step"},
+             {"--plot", "PATH", "draw the loss curve with gnuplot (.svg or .png)"},
+             {"--seed", "S", "seed of the shuffles and the initial parameters (default 0)"},
+             {"--print-step", "", "print the step function (forward + grad + update) instead of training, e.g. for kiln explain"},
+             {"-o", "FILE", "with --print-step: write it to FILE"}},
+            nullptr};
+  c.run = [c](const Args& args) { return run(c, args); };
+  return c;
+}
+
+}  // namespace kiln::cli
