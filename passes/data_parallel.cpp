@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "ir/builder.h"
@@ -34,6 +35,35 @@ std::vector<Value*> reduceBucket(GraphBuilder& b, const std::vector<Value*>& gra
 
 }  // namespace
 
+std::vector<Value*> averageAcrossReplicas(GraphBuilder& b, const std::vector<Value*>& grads,
+                                          const GradientAverageOptions& options) {
+  std::vector<Value*> results = grads;
+  // Open bucket per dtype, filled from the last gradient backwards.
+  struct Bucket {
+    std::vector<size_t> members;
+    int64_t bytes = 0;
+  };
+  std::map<DType, Bucket> open;
+  auto flush = [&](Bucket& bucket) {
+    if (bucket.members.empty()) return;
+    std::vector<Value*> members;
+    for (size_t i : bucket.members) members.push_back(results[i]);
+    std::vector<Value*> reduced = reduceBucket(b, members);
+    for (size_t k = 0; k < reduced.size(); ++k) results[bucket.members[k]] = reduced[k];
+    bucket = {};
+  };
+  for (size_t i = results.size(); i-- > 0;) {
+    if (!results[i]) continue;  // the builder's deferred error
+    Bucket& bucket = open[results[i]->type().dtype];
+    int64_t bytes = static_cast<int64_t>(results[i]->type().byteSize());
+    if (!bucket.members.empty() && bucket.bytes + bytes > options.bucketBytes) flush(bucket);
+    bucket.members.push_back(i);
+    bucket.bytes += bytes;
+  }
+  for (auto& [dtype, bucket] : open) flush(bucket);
+  return results;
+}
+
 Status averageGradientsAcrossReplicas(Function& f, size_t first, const GradientAverageOptions& options) {
   Op* ret = f.body().terminator();
   KILN_INTERNAL_CHECK(ret && first <= ret->numOperands(), "averageGradientsAcrossReplicas: no such results");
@@ -44,28 +74,9 @@ Status averageGradientsAcrossReplicas(Function& f, size_t first, const GradientA
                                results[i]->type().str()));
   f.body().erase(ret);
   GraphBuilder b(f);
-  // Open bucket per dtype, filled from the last gradient backwards.
-  struct Bucket {
-    std::vector<size_t> members;
-    int64_t bytes = 0;
-  };
-  std::map<DType, Bucket> open;
-  auto flush = [&](Bucket& bucket) {
-    if (bucket.members.empty()) return;
-    std::vector<Value*> grads;
-    for (size_t i : bucket.members) grads.push_back(results[i]);
-    std::vector<Value*> reduced = reduceBucket(b, grads);
-    for (size_t k = 0; k < reduced.size(); ++k) results[bucket.members[k]] = reduced[k];
-    bucket = {};
-  };
-  for (size_t i = results.size(); i-- > first;) {
-    Bucket& bucket = open[results[i]->type().dtype];
-    int64_t bytes = static_cast<int64_t>(results[i]->type().byteSize());
-    if (!bucket.members.empty() && bucket.bytes + bytes > options.bucketBytes) flush(bucket);
-    bucket.members.push_back(i);
-    bucket.bytes += bytes;
-  }
-  for (auto& [dtype, bucket] : open) flush(bucket);
+  std::vector<Value*> grads(results.begin() + static_cast<ptrdiff_t>(first), results.end());
+  std::vector<Value*> averaged = averageAcrossReplicas(b, grads, options);
+  std::copy(averaged.begin(), averaged.end(), results.begin() + static_cast<ptrdiff_t>(first));
   b.setLoc(f.loc());
   return b.finish(results).status();
 }

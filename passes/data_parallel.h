@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "ir/builder.h"
 #include "ir/ir.h"
 
 namespace kiln::passes {
@@ -19,5 +20,10 @@ struct GradientAverageOptions {
 // last result backwards: backprop computes the last parameters' gradients first, so their
 // reduction can start while earlier layers are still being differentiated.
 Status averageGradientsAcrossReplicas(Function& f, size_t first, const GradientAverageOptions& options = {});
+
+// The same for values being built: appends the bucketed all_reduces to `b` and returns the
+// averaged gradients, in the order given (a training step calls it before its update).
+std::vector<Value*> averageAcrossReplicas(GraphBuilder& b, const std::vector<Value*>& grads,
+                                          const GradientAverageOptions& options = {});
 
 }  // namespace kiln::passes

@@ -8,6 +8,7 @@
 
 #include "ir/builder.h"
 #include "ir/clone.h"
+#include "passes/data_parallel.h"
 #include "passes/grad.h"
 
 namespace kiln::passes {
@@ -115,6 +116,11 @@ Expected<Function*> build(Module& module, const Function& f, const TrainSpec& sp
     for (size_t i = 0; i < grads.size(); ++i) grads[i] = b.op(OpKind::Add, {acc[i], grads[i]});
   if (mode == Mode::AccumulateStep)  // the mean of K micro-batch gradients
     for (Value*& g : grads) g = b.op(OpKind::Div, {g, b.scalar(g ? g->type().dtype : DType::F32, static_cast<double>(k))});
+  if (spec.dataParallel) {
+    // Every replica reports the global batch's loss and metrics (scalars: one small all_reduce each).
+    for (Value*& r : results) r = b.op(OpKind::AllReduce, {r}, {{"reduce", Attr("mean")}});
+    if (update) grads = averageAcrossReplicas(b, grads, {spec.bucketBytes});
+  }
   if (!update) {
     results.insert(results.end(), grads.begin(), grads.end());
     return b.finish(results);

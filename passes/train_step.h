@@ -20,6 +20,11 @@ namespace kiln::passes {
 struct TrainSpec {
   std::vector<std::string> params;  // trained parameters of f, by name
   OptimizerConfig optimizer;
+  // Data parallelism: the update uses gradients averaged across replicas (bucketed all_reduce,
+  // passes/data_parallel.h; with accumulation only the final step reduces, once per update), and
+  // the loss and metrics are averaged too, so every replica reports the global batch's values.
+  bool dataParallel = false;
+  int64_t bucketBytes = int64_t{25} << 20;
 };
 
 // Which parameters of f are trained and which are data, and how many metrics f returns.

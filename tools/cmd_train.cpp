@@ -3,11 +3,16 @@
 // atomic checkpoints that a later run resumes exactly.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <thread>
 
 #include "ir/npy.h"
 #include "ir/printer.h"
 #include "runtime/backend.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/train_session.h"
 #include "tools/cli.h"
 #include "tools/inputs.h"
@@ -17,6 +22,12 @@
 namespace kiln::cli {
 
 namespace {
+
+#define KILN_TRY_OR_FAIL(expr)              \
+  do {                                      \
+    Status kiln_status_ = (expr);           \
+    if (!kiln_status_.ok()) return fail(kiln_status_.error()); \
+  } while (0)
 
 std::string stripPercent(const std::string& name) { return !name.empty() && name[0] == '%' ? name.substr(1) : name; }
 
@@ -38,6 +49,65 @@ std::optional<std::vector<NamedPath>> namedPaths(const std::string& list, bool p
 int fail(const Error& e) {
   reportError(e);
   return kExitError;
+}
+
+// --replicas N without an MPI launcher: run this same command as N local ranks through mpirun.
+int relaunchUnderMpi(const Command& c, const Args& args, int64_t replicas) {
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(replicas)};
+  // Containers often run as root, which Open MPI (mpirun and every rank) refuses unless told that
+  // it is meant.
+  if (geteuid() == 0) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  // More ranks than cores is slow but legal (CPU data parallelism on a small machine).
+  if (replicas > static_cast<int64_t>(std::thread::hardware_concurrency())) argv.push_back("--oversubscribe");
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+  argv.push_back(length > 0 ? std::string(self, static_cast<size_t>(length)) : std::string("kiln"));
+  argv.push_back(c.name);
+  for (const std::string& p : args.positional) argv.push_back(p);
+  for (const auto& [flag, values] : args.flags) {
+    if (flag == "--replicas") continue;
+    for (const std::string& v : values) argv.push_back(v.empty() ? flag : flag + "=" + v);
+  }
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  std::fflush(stdout);
+  execvp("mpirun", raw.data());
+  return fail(Error("--replicas " + std::to_string(replicas) + ": cannot start mpirun (" + std::strerror(errno) +
+                    "); install Open MPI (openmpi-bin) or launch the ranks yourself: mpirun -np N kiln train ..."));
+}
+
+// A hash of the parameters' bytes, to check that every replica holds the same ones.
+uint64_t fingerprint(const std::vector<Tensor>& tensors) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (const Tensor& t : tensors) {
+    const auto* p = static_cast<const unsigned char*>(t.data());
+    for (size_t i = 0; i < t.byteSize(); ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+// Rank 0's tensors on every replica (initial parameters, resumed state), so all start equal.
+Status broadcastFromRankZero(collectives::Communicator& comm, std::vector<Tensor>& tensors, const std::string& what) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    KILN_TRY(comm.broadcast(tensors[i].data(), static_cast<int64_t>(tensors[i].byteSize()), 0,
+                            what + " " + std::to_string(i)));
+  return {};
+}
+
+// Testing hook for failure handling (docs/training.md): KILN_TRAIN_FAULT=exit:RANK:STEP makes that
+// rank exit abruptly before that step, as a crashed machine would.
+void maybeInjectFault(int rank, int64_t step) {
+  const char* spec = std::getenv("KILN_TRAIN_FAULT");
+  int faultRank = -1;
+  long long faultStep = -1;
+  if (spec && std::sscanf(spec, "exit:%d:%lld", &faultRank, &faultStep) == 2 && faultRank == rank && faultStep == step) {
+    fmt::print(stderr, "kiln train: rank {}: KILN_TRAIN_FAULT: exiting before step {}\n", rank, step);
+    std::_Exit(3);
+  }
 }
 
 int run(const Command& c, const Args& args) {
@@ -74,6 +144,25 @@ int run(const Command& c, const Args& args) {
   }
   if (auto plot = args.get("--plot"); plot && !plot->ends_with(".svg") && !plot->ends_with(".png"))
     return usageError(c, "--plot " + *plot + ": expected a .svg or .png file");
+  collectives::CommunicatorOptions commOptions;
+  if (auto timeout = args.get("--collective-timeout")) {
+    auto seconds = parseInteger<int64_t>(*timeout);
+    if (!seconds || *seconds < 1) return usageError(c, "--collective-timeout takes a positive number of seconds");
+    commOptions.timeout = std::chrono::seconds(*seconds);
+  }
+  if (auto replicas = args.get("--replicas")) {
+    auto n = parseInteger<int64_t>(*replicas);
+    if (!n || *n < 1) return usageError(c, "--replicas takes a positive number of local ranks");
+    if (*n > 1 && !collectives::replicaFromEnvironment().launchedByMpi) return relaunchUnderMpi(c, args, *n);
+  }
+  auto world = collectives::worldCommunicator(commOptions);
+  if (!world) return fail(world.error());
+  collectives::Communicator& comm = **world;
+  const bool leader = comm.rank() == 0;
+  const int replicas = comm.size();
+  if (replicas > 1 && *batch % replicas != 0)
+    return fail(Error("--batch " + std::to_string(*batch) + " does not split evenly across the " +
+                      std::to_string(replicas) + " replicas (each takes batch / replicas samples)"));
 
   auto loaded = loadEntry(args);
   if (!loaded) return fail(loaded.error());
@@ -86,7 +175,8 @@ int run(const Command& c, const Args& args) {
   };
   TrainOptions options;
   options.spec.optimizer = *optimizer;
-  options.batch = *batch;
+  options.spec.dataParallel = replicas > 1;
+  options.batch = *batch / replicas;  // this replica's share of each update
   options.accumulate = *accumulate;
   options.backend = requested;
   std::vector<Tensor> init;
@@ -144,6 +234,15 @@ int run(const Command& c, const Args& args) {
   if (auto dir = args.get("--resume")) {
     if (Status s = t.load(*dir); !s.ok()) return fail(s.error());
   }
+  if (replicas > 1) {  // every replica starts from rank 0's parameters and optimizer state
+    auto ps = t.params();
+    auto st = t.state();
+    if (!ps || !st) return fail(!ps ? ps.error() : st.error());
+    KILN_TRY_OR_FAIL(broadcastFromRankZero(comm, *ps, "initial parameter"));
+    KILN_TRY_OR_FAIL(broadcastFromRankZero(comm, *st, "optimizer state"));
+    KILN_TRY_OR_FAIL(t.setParams(*ps));
+    KILN_TRY_OR_FAIL(t.setState(*st));
+  }
   std::vector<std::string> metricNames;
   const Op* ret = f.body().terminator();
   for (size_t i = 1; i < ret->numOperands(); ++i) {
@@ -152,26 +251,45 @@ int run(const Command& c, const Args& args) {
   }
   int64_t first = t.stepCount() + 1, last = t.stepCount() + *steps;
   TrainReport report(metricNames, first, last, *batch);
-  if (auto log = args.get("--log")) {
+  // Rank 0 alone talks and writes (log, plot, checkpoint); every rank trains.
+  if (auto log = args.get("--log"); log && leader) {
     if (Status s = report.openLog(*log); !s.ok()) return fail(s.error());
   }
-  fmt::print("training {} parameters of @{} with {} (lr {}) on {}: {} samples, batch {}{}, steps {}..{}\n",
-             options.spec.params.size(), f.name(), passes::optimizerName(optimizer->kind), lr, backendName(t.backend()),
-             dataset->length(), *batch, *accumulate > 1 ? fmt::format(" ({} x {})", *accumulate, *batch / *accumulate) : "",
-             first, last);
+  if (leader)
+    fmt::print("training {} parameters of @{} with {} (lr {}) on {}: {} samples, batch {}{}{}, steps {}..{}\n",
+               options.spec.params.size(), f.name(), passes::optimizerName(optimizer->kind), lr, backendName(t.backend()),
+               dataset->length(), *batch,
+               replicas > 1 ? fmt::format(" over {} replicas ({} each)", replicas, *batch / replicas) : "",
+               *accumulate > 1 ? fmt::format(" ({} micro-batches)", *accumulate) : "", first, last);
   std::fflush(stdout);
-  std::vector<Tensor> next = dataset->batch(first - 1, *batch, *seed);
+  int rank = comm.rank();
+  std::vector<Tensor> next = dataset->batch(first - 1, *batch, *seed, rank, replicas);
   for (int64_t step = first; step <= last; ++step) {
+    maybeInjectFault(rank, step);
     std::vector<Tensor> current = std::move(next);
     if (step < last) {
-      next = dataset->batch(step, *batch, *seed);
+      next = dataset->batch(step, *batch, *seed, rank, replicas);
       if (Status s = t.prefetch(next); !s.ok()) return fail(s.error());  // overlaps this step on CUDA
     }
     auto r = t.step(current, static_cast<float>(lr));
-    if (!r) return fail(r.error());
-    report.record(step, r->loss, r->metrics);
+    if (!r) return fail(r.error().message().find("rank") == std::string::npos
+                            ? Error("rank " + std::to_string(rank) + ": " + r.error().message(), r.error().loc())
+                            : r.error());
+    if (leader) report.record(step, r->loss, r->metrics);
   }
-  report.finish();
+  if (leader) report.finish();
+  if (replicas > 1) {  // no silently diverged replicas: compare every rank's parameters with rank 0's
+    auto ps = t.params();
+    if (!ps) return fail(ps.error());
+    uint64_t mine = fingerprint(*ps), root = mine;
+    KILN_TRY_OR_FAIL(comm.broadcast(&root, sizeof root, 0, "rank 0's parameter fingerprint"));
+    if (mine != root)
+      return fail(Error(fmt::format("rank {}: parameters differ from rank 0's after step {}: the replicas diverged",
+                                    rank, t.stepCount())));
+    KILN_TRY_OR_FAIL(comm.barrier("the final parameter check"));
+    if (leader) fmt::print("replicas: all {} hold the same parameters (fnv1a64 {:016x})\n", replicas, root);
+  }
+  if (!leader) return kExitOk;
   if (auto dir = args.get("--save")) {
     if (Status s = t.save(*dir); !s.ok()) return fail(s.error());
     fmt::print("saved step {} to {}\n", t.stepCount(), *dir);
@@ -193,7 +311,10 @@ Command trainCommand() {
             "with --seed (a last partial batch is dropped). Axis 0 of every data parameter is the batch, so\n"
             "the batch size written in FILE is only a default. Parameters without INIT start Glorot-uniform\n"
             "(rank >= 2) or zero (biases). --steps counts this run's updates; --resume DIR continues from a\n"
-            "checkpoint's step count, parameters and optimizer state exactly. See docs/training.md.",
+            "checkpoint's step count, parameters and optimizer state exactly. Under `mpirun -np N` (or with\n"
+            "--replicas N) the N ranks train data-parallel: rank 0's parameters are broadcast, each rank\n"
+            "takes batch / N samples of every global batch, gradients are averaged across ranks before each\n"
+            "update, and rank 0 alone prints, logs and saves. See docs/training.md.",
             {{"--params", "LIST", "parameters to train, NAME or NAME=INIT.npy, comma-separated"},
              {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples)"},
              {"--batch", "B", "samples per update"},
@@ -208,6 +329,8 @@ Command trainCommand() {
              {"--log", "PATH.csv", "write step, loss, metrics, samples/s and elapsed seconds per step"},
              {"--plot", "PATH", "draw the loss curve with gnuplot (.svg or .png)"},
              {"--seed", "S", "seed of the shuffles and the initial parameters (default 0)"},
+             {"--replicas", "N", "data-parallel over N local ranks: runs itself under mpirun -np N (docs/training.md)"},
+             {"--collective-timeout", "SECONDS", "a collective stalled this long means a rank died: abort all (default 300)"},
              {"--print-step", "", "print the step function (forward + grad + update) instead of training, e.g. for kiln explain"},
              {"-o", "FILE", "with --print-step: write it to FILE"}},
             nullptr};

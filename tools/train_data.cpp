@@ -48,9 +48,10 @@ std::vector<int64_t> epochPermutation(uint64_t seed, int64_t epoch, int64_t n) {
   return perm;
 }
 
-std::vector<Tensor> Dataset::batch(int64_t step, int64_t batch, uint64_t seed) {
-  int64_t perEpoch = length_ / batch;
-  int64_t epoch = step / perEpoch, first = (step % perEpoch) * batch;
+std::vector<Tensor> Dataset::batch(int64_t step, int64_t global, uint64_t seed, int shard, int shards) {
+  int64_t perEpoch = length_ / global;
+  int64_t epoch = step / perEpoch, batch = global / shards;
+  int64_t first = (step % perEpoch) * global + shard * batch;
   if (epoch != permEpoch_) {
     perm_ = epochPermutation(seed, epoch, length_);
     permEpoch_ = epoch;

@@ -18,8 +18,10 @@ class Dataset {
   static Expected<Dataset> create(std::vector<std::string> names, std::vector<Tensor> arrays);
   int64_t length() const { return length_; }
   // The `batch` samples of update number `step` (0-based): epoch step / (length / batch) reads
-  // full batches of its own permutation in order (a last partial batch is dropped).
-  std::vector<Tensor> batch(int64_t step, int64_t batch, uint64_t seed);
+  // full batches of its own permutation in order (a last partial batch is dropped). With
+  // `shards` > 1 (data-parallel replicas), only shard `shard` of that global batch: its
+  // batch / shards consecutive samples, so the replicas together read each sample once.
+  std::vector<Tensor> batch(int64_t step, int64_t batch, uint64_t seed, int shard = 0, int shards = 1);
 
  private:
   std::vector<std::string> names_;

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Data-parallel `kiln train` under mpirun, on the CPU backend (ctest mpi_train_data_parallel):
+
+  1. mpirun -np 2 and -np 4 (with --accumulate 2 too) end with parameters bit-identical on every
+     rank (kiln train checks and says so) and equal, within f32 rounding, to one process training
+     on the same global batches;
+  2. --replicas 2 starts the two ranks itself;
+  3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
+     checkpoint written before it stays valid: --resume continues from it.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PARAMS = ["w1", "b1", "w2", "b2", "w3", "b3"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kiln", required=True)
+    p.add_argument("--mpirun", required=True)
+    p.add_argument("--workdir", required=True)
+    a = p.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    os.chdir(a.workdir)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples/train/make_dataset.py"), "blobs", "data", "--n", "256"],
+                   check=True, stdout=subprocess.DEVNULL)
+    model = os.path.join(ROOT, "examples/train/mlp_classifier.kiln")
+
+    def train(ranks, save, *extra, fault=None, check=True):
+        cmd = [a.kiln, "train", model, "--backend", "cpu", "--params", ",".join(PARAMS), "--data",
+               "x=data/x.npy,y=data/y.npy", "--batch", "32", "--optimizer", "momentum", "--lr", "0.05",
+               "--save", save] + list(extra)
+        if ranks > 1:
+            cmd = [a.mpirun, "-np", str(ranks)] + cmd
+        e = dict(env, KILN_TRAIN_FAULT=fault) if fault else env
+        r = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=120)
+        if check and r.returncode != 0:
+            sys.exit("failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+        return r
+
+    def same(x, y, what):
+        for name in PARAMS:
+            u, v = np.load(os.path.join(x, name + ".npy")), np.load(os.path.join(y, name + ".npy"))
+            err = float(np.abs(u - v).max())
+            if err > 1e-5:
+                sys.exit("%s: %s differs by %g" % (what, name, err))
+        print("ok: %s" % what)
+
+    train(1, "single", "--steps", "12")
+    for ranks, extra in ((2, []), (4, []), (4, ["--accumulate", "2"])):
+        out = "np%d%s" % (ranks, "acc" if extra else "")
+        r = train(ranks, out, "--steps", "12", *extra)
+        if "replicas: all %d hold the same parameters" % ranks not in r.stdout:
+            sys.exit("%s: kiln train did not confirm identical replicas:\n%s" % (out, r.stdout))
+        same("single", out, "mpirun -np %d %s equals one process, ranks bit-identical" % (ranks, " ".join(extra)))
+
+    r = subprocess.run([a.kiln, "train", model, "--backend", "cpu", "--params", ",".join(PARAMS), "--data",
+                        "x=data/x.npy,y=data/y.npy", "--batch", "32", "--optimizer", "momentum", "--lr", "0.05",
+                        "--steps", "12", "--save", "replicas2", "--replicas", "2"], env=os.environ.copy(),
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 or "replicas: all 2 hold the same parameters" not in r.stdout:
+        sys.exit("--replicas 2 failed:\n%s%s" % (r.stdout, r.stderr))
+    same("single", "replicas2", "--replicas 2 equals one process")
+
+    # Failure: 6 steps saved, then a run resuming from them loses rank 1 before its step 9.
+    train(2, "ckpt", "--steps", "6")
+    r = train(2, "ckpt", "--steps", "6", "--resume", "ckpt", "--collective-timeout", "20", fault="exit:1:9", check=False)
+    if r.returncode == 0:
+        sys.exit("a dead rank went unnoticed:\n%s%s" % (r.stdout, r.stderr))
+    if "exiting before step 9" not in r.stderr:
+        sys.exit("the fault was not injected:\n%s" % r.stderr)
+    print("ok: rank 1 died, the job ended with exit %d" % r.returncode)
+    train(2, "ckpt", "--steps", "6", "--resume", "ckpt")
+    same("single", "ckpt", "6 steps, a failed resume, then 6 resumed steps equal 12 steps")
+
+
+if __name__ == "__main__":
+    main()
