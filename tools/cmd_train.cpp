@@ -260,7 +260,7 @@ int run(const Command& c, const Args& args) {
                options.spec.params.size(), f.name(), passes::optimizerName(optimizer->kind), lr, backendName(t.backend()),
                dataset->length(), *batch,
                replicas > 1 ? fmt::format(" over {} replicas ({} each)", replicas, *batch / replicas) : "",
-               *accumulate > 1 ? fmt::format(" ({} micro-batches)", *accumulate) : "", first, last);
+               *accumulate > 1 ? fmt::format(" ({} x {})", *accumulate, *batch / replicas / *accumulate) : "", first, last);
   std::fflush(stdout);
   int rank = comm.rank();
   std::vector<Tensor> next = dataset->batch(first - 1, *batch, *seed, rank, replicas);
