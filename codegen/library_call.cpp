@@ -211,14 +211,32 @@ bool isChannelBias(const Value& bias, int64_t channels) {
   return s[0] == 1 && s[2] == 1 && s[3] == 1 && s[1] == channels;
 }
 
+// The convolution's x, w and y shapes, whichever of them the hero computes.
+struct ConvShapes {
+  Shape x, w, y;
+};
+ConvShapes convShapes(const Op& hero, ConvDirection direction) {
+  const Shape& a = hero.operand(0)->type().shape;
+  const Shape& b = hero.operand(1)->type().shape;
+  const Shape& r = hero.result()->type().shape;
+  switch (direction) {
+    case ConvDirection::Forward: return {a, b, r};
+    case ConvDirection::BackwardData: return {r, b, a};
+    case ConvDirection::BackwardFilter: return {a, r, b};
+  }
+  return {a, b, r};
+}
+
 LibraryCall selectConv(const KernelGroup& group, const Op& hero) {
-  const Shape& x = hero.operand(0)->type().shape;
-  const Shape& w = hero.operand(1)->type().shape;
-  const Shape& y = hero.result()->type().shape;
+  ConvDirection direction = hero.kind() == OpKind::Conv2dBackwardData     ? ConvDirection::BackwardData
+                            : hero.kind() == OpKind::Conv2dBackwardFilter ? ConvDirection::BackwardFilter
+                                                                          : ConvDirection::Forward;
+  auto [x, w, y] = convShapes(hero, direction);
   auto strides = hero.intsAttr("strides"), pads = hero.intsAttr("pads"), dilations = hero.intsAttr("dilations");
   if (pads[0] != pads[2] || pads[1] != pads[3])
     return GeneratedKernel{"asymmetric pads " + shapeStr(pads) + " (top,left,bottom,right): cuDNN pads both sides equally"};
   ConvCall call;
+  call.direction = direction;
   call.dtype = hero.result()->type().dtype;
   call.n = x[0], call.c = x[1], call.h = x[2], call.w = x[3];
   call.o = w[0], call.kh = w[2], call.kw = w[3];
@@ -227,15 +245,23 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero) {
   call.padH = pads[0], call.padW = pads[1];
   call.dilationH = dilations[0], call.dilationW = dilations[1];
   call.groups = hero.intAttr("groups");
-  if (hero.result()->type().numElements() == 0 || call.c == 0) return GeneratedKernel{"empty conv2d (a dimension is 0)"};
+  if (numElements(x) == 0 || numElements(y) == 0 || call.c == 0) return GeneratedKernel{"empty conv2d (a dimension is 0)"};
   if (!fitsInt32({call.n, call.c, call.h, call.w, call.o, call.kh, call.kw, call.outH, call.outW, call.strideH,
                   call.strideW, call.padH, call.padW, call.dilationH, call.dilationW}) ||
-      hero.operand(0)->type().numElements() > INT32_MAX || hero.result()->type().numElements() > INT32_MAX)
+      numElements(x) > INT32_MAX || numElements(y) > INT32_MAX)
     return GeneratedKernel{"conv2d sizes beyond int32, which cuDNN's 4-d descriptors take"};
-  call.x = bufferOf(group, hero.operand(0));
-  call.weights = bufferOf(group, hero.operand(1));
-  if (call.x < 0 || call.weights < 0) return GeneratedKernel{"a conv2d operand is computed in the kernel"};
+  int first = bufferOf(group, hero.operand(0)), second = bufferOf(group, hero.operand(1));
+  if (first < 0 || second < 0) return GeneratedKernel{std::string("a ") + std::string(hero.name()) + " operand is computed in the kernel"};
   call.output = static_cast<int>(group.inputs.size());
+  if (direction != ConvDirection::Forward) {
+    if (group.ops.size() != 1)
+      return GeneratedKernel{std::string(hero.name()) + " with fused ops: cuDNN's backward convolutions fuse no epilogue"};
+    if (direction == ConvDirection::BackwardData) call.dy = first, call.weights = second;
+    else call.x = first, call.dy = second;
+    return call;
+  }
+  call.x = first;
+  call.weights = second;
 
   Epilogue e = splitEpilogue(
       group, hero, [&](const Value& bias) { return isChannelBias(bias, call.o); },
@@ -266,7 +292,9 @@ LibraryCall selectLibraryCall(const KernelGroup& group) {
   const Op& hero = *heroes[0];
   switch (hero.kind()) {
     case OpKind::Matmul: return selectMatmul(group, hero);
-    case OpKind::Conv2d: return selectConv(group, hero);
+    case OpKind::Conv2d:
+    case OpKind::Conv2dBackwardData:
+    case OpKind::Conv2dBackwardFilter: return selectConv(group, hero);
     case OpKind::MaxPool2d:
     case OpKind::AvgPool2d: return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
     default: return GeneratedKernel{std::string(hero.name()) + ": no library call for it yet"};
@@ -298,9 +326,12 @@ std::string describeLibraryCall(const LibraryCall& call) {
   if (const auto* m = std::get_if<MatmulCall>(&call))
     return m->epilogue == MatmulEpilogue::None ? "cuBLASLt matmul (no epilogue)"
                                                : std::string("cuBLASLt matmul (epilogue ") + epilogueName(m->epilogue) + ")";
-  if (const auto* c = std::get_if<ConvCall>(&call))
+  if (const auto* c = std::get_if<ConvCall>(&call)) {
+    if (c->direction == ConvDirection::BackwardData) return "cuDNN conv2d backward-data";
+    if (c->direction == ConvDirection::BackwardFilter) return "cuDNN conv2d backward-filter";
     return c->epilogue == ConvEpilogue::None ? "cuDNN conv2d (no epilogue)"
                                              : std::string("cuDNN conv2d (") + epilogueName(c->epilogue) + ")";
+  }
   return "generated kernel: " + std::get<GeneratedKernel>(call).reason;
 }
 

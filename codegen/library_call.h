@@ -35,14 +35,21 @@ struct MatmulCall {
 // per-channel bias and then applies relu or nothing.
 enum class ConvEpilogue { None, Bias, BiasRelu };
 
-// y = conv2d(x, w) (+ bias[o]) (then relu), NCHW, as ONNX Conv with symmetric pads.
+// Which cuDNN convolution: y = conv2d(x, w) or one of its two gradients (the backward ops).
+enum class ConvDirection { Forward, BackwardData, BackwardFilter };
+
+// y = conv2d(x, w) (+ bias[o]) (then relu), NCHW, as ONNX Conv with symmetric pads; or, for the
+// backward ops, dx from (dy, w) or dw from (x, dy) of that convolution (no epilogue).
 struct ConvCall {
+  ConvDirection direction = ConvDirection::Forward;
   DType dtype = DType::F32;
   int64_t n = 0, c = 0, h = 0, w = 0;  // x is [n,c,h,w]
   int64_t o = 0, kh = 0, kw = 0;       // w is [o,c/groups,kh,kw]
   int64_t outH = 0, outW = 0;          // y is [n,o,outH,outW]
   int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1, groups = 1;
-  int x = -1, weights = -1, bias = -1, output = -1;  // buffer indices; bias is -1 without a bias add
+  // Buffer indices; bias is -1 without a bias add. Forward: x, weights -> output (y).
+  // BackwardData: dy, weights -> output (dx). BackwardFilter: x, dy -> output (dw).
+  int x = -1, weights = -1, dy = -1, bias = -1, output = -1;
   ConvEpilogue epilogue = ConvEpilogue::None;
 
   bool operator==(const ConvCall&) const = default;

@@ -153,6 +153,9 @@ std::string judgeGroup(const std::vector<const Op*>& ops, FusionKind& kind) {
   std::unordered_set<const Value*> cachedPerRow;
   if (!libraries.empty()) {
     if (libraries.size() + reductions.size() > 1) return "a kernel holds one matmul, convolution or pooling op and nothing else heavy";
+    OpKind hero = libraries[0]->kind();
+    if (ops.size() > 1 && (hero == OpKind::Conv2dBackwardData || hero == OpKind::Conv2dBackwardFilter))
+      return std::string(libraries[0]->name()) + " stays alone: cuDNN's backward convolutions take no epilogue";
     kind = FusionKind::Library;
     if (std::string why = judgeSingleHero(ops, group, *libraries[0], true); !why.empty()) return why;
   } else if (auto rows = analyzeRows(ops)) {

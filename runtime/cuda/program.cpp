@@ -166,6 +166,19 @@ class Program::Run {
     return {};
   }
 
+  Expected<LibraryOutcome> callCudnn(const codegen::ConvCall& conv, const std::vector<CUdeviceptr>& buffers,
+                                     std::string_view kernel) {
+    CUstream stream = p_.stream_.get();
+    switch (conv.direction) {
+      case codegen::ConvDirection::Forward: return p_.cudnn_->forward(conv, buffers, stream, kernel);
+      case codegen::ConvDirection::BackwardData:
+        return p_.cudnn_->backwardData(conv, buffers[conv.dy], buffers[conv.weights], buffers[conv.output], stream, kernel);
+      case codegen::ConvDirection::BackwardFilter:
+        return p_.cudnn_->backwardFilter(conv, buffers[conv.x], buffers[conv.dy], buffers[conv.output], stream, kernel);
+    }
+    return LibraryOutcome::NoAlgorithm;
+  }
+
   // True when cuBLASLt or cuDNN queued the group's work; false when the generated kernel must run
   // (no library call selected or loaded, or the library found no algorithm for these shapes).
   Expected<bool> callLibrary(const KernelThunk& k, const std::vector<CUdeviceptr>& buffers) {
@@ -173,7 +186,7 @@ class Program::Run {
     if (auto* matmul = std::get_if<codegen::MatmulCall>(&k.library); matmul && p_.cublasLt_)
       outcome = p_.cublasLt_->matmul(*matmul, buffers, p_.stream_.get(), k.group->name);
     else if (auto* conv = std::get_if<codegen::ConvCall>(&k.library); conv && p_.cudnn_)
-      outcome = p_.cudnn_->forward(*conv, buffers, p_.stream_.get(), k.group->name);
+      outcome = callCudnn(*conv, buffers, k.group->name);
     if (!outcome) return outcome.error();
     return *outcome == LibraryOutcome::Ran;
   }

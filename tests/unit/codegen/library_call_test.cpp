@@ -361,6 +361,48 @@ TEST(SelectLibraryCall, ConvBiasOnlyAndOtherActivations) {
   EXPECT_NE(expectFallback(wrongBias.call()).find("is not a per-channel bias [1,4,1,1]"), std::string::npos);
 }
 
+// The backward convolutions grad emits map to cuDNN's backward-data and backward-filter with the
+// forward convolution's geometry (x, w and y shapes as conv2d's), and fall back when fused.
+TEST(SelectLibraryCall, BackwardConvolutionsAreCudnnCalls) {
+  auto data = planned(R"(func @main(%dy: f32[2,4,5,5], %w: f32[4,3,3,3]) -> f32[2,3,9,9] {
+  %dx = conv2d_backward_data %dy, %w {strides = [2, 2], pads = [1, 1, 1, 1], input_shape = [2, 3, 9, 9]}
+  return %dx
+})");
+  ConvCall d = expectConv(data.call());
+  EXPECT_EQ(d.direction, ConvDirection::BackwardData);
+  EXPECT_EQ(d.n, 2);
+  EXPECT_EQ(d.c, 3);
+  EXPECT_EQ(d.h, 9);
+  EXPECT_EQ(d.o, 4);
+  EXPECT_EQ(d.outH, 5);
+  EXPECT_EQ(d.strideH, 2);
+  EXPECT_EQ(d.dy, data.bufferOf("dy"));
+  EXPECT_EQ(d.weights, data.bufferOf("w"));
+  EXPECT_EQ(describeLibraryCall(d), "cuDNN conv2d backward-data");
+
+  auto filter = planned(R"(func @main(%x: f16[1,4,10,10], %dy: f16[1,6,6,6]) -> f16[6,2,3,3] {
+  %dw = conv2d_backward_filter %x, %dy {dilations = [2, 2], groups = 2, filter_shape = [6, 2, 3, 3]}
+  return %dw
+})");
+  ConvCall f = expectConv(filter.call());
+  EXPECT_EQ(f.direction, ConvDirection::BackwardFilter);
+  EXPECT_EQ(f.groups, 2);
+  EXPECT_EQ(f.dilationH, 2);
+  EXPECT_EQ(f.kh, 3);
+  EXPECT_EQ(f.x, filter.bufferOf("x"));
+  EXPECT_EQ(f.dy, filter.bufferOf("dy"));
+  EXPECT_EQ(describeLibraryCall(f), "cuDNN conv2d backward-filter");
+
+  // Fusion leaves them alone (cuDNN takes no epilogue for them), so the add is a kernel of its own.
+  auto summed = planned(R"(func @main(%dy: f32[2,4,5,5], %w: f32[4,3,3,3], %g: f32[2,3,9,9]) -> f32[2,3,9,9] {
+  %dx = conv2d_backward_data %dy, %w {strides = [2, 2], pads = [1, 1, 1, 1], input_shape = [2, 3, 9, 9]}
+  %sum = add %dx, %g
+  return %sum
+})");
+  EXPECT_EQ(expectConv(summed.call()).direction, ConvDirection::BackwardData);
+  EXPECT_EQ(summed.plan->groups.size(), 2u);
+}
+
 TEST(SelectLibraryCall, PoolingStaysGenerated) {
   auto p = planned(R"(func @main(%x: f32[1,3,8,8]) -> f32[1,3,4,4] {
   %y = max_pool2d %x {kernel = [2, 2]}
