@@ -55,6 +55,9 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   t->backend_ = *backend;
   t->optimizer_ = options.spec.optimizer;
   t->numMetrics_ = layout->numMetrics;
+  const TensorType& loss = f.resultTypes().at(0);  // stepLayout checked there is a result
+  if (loss.rank() != 0 || !isFloat(loss.dtype))
+    return Error("@" + f.name() + " must return a float scalar loss first, not " + loss.str(), f.loc());
   for (size_t i = 1; i < f.resultTypes().size(); ++i)
     if (f.resultTypes()[i].rank() != 0)
       return Error("@" + f.name() + " result " + std::to_string(i) + " is " + f.resultTypes()[i].str() +
