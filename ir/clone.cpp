@@ -16,7 +16,21 @@ class Cloner {
       const Value* arg = from.argument(i);
       map_[arg] = to.addArgument(arg->type(), arg->name());
     }
+    cloneOps(from, to, /*terminator=*/true);
+  }
+
+  std::vector<Value*> inlineBlock(const Block& from, Block& to, const std::vector<Value*>& args) {
+    for (size_t i = 0; i < args.size(); ++i) map_[from.argument(i)] = args[i];
+    cloneOps(from, to, /*terminator=*/false);
+    std::vector<Value*> results;
+    for (const Value* v : from.terminator()->operands()) results.push_back(lookup(v));
+    return results;
+  }
+
+ private:
+  void cloneOps(const Block& from, Block& to, bool terminator) {
     for (const auto& op : from.ops()) {
+      if (!terminator && op.get() == from.terminator()) continue;
       std::vector<Value*> operands;
       for (const Value* v : op->operands()) operands.push_back(lookup(v));
       std::vector<TensorType> types;
@@ -30,7 +44,6 @@ class Cloner {
     }
   }
 
- private:
   Value* lookup(const Value* v) const {
     auto it = map_.find(v);
     KILN_INTERNAL_CHECK(it != map_.end(), "cloneFunction: a value is used before it is defined");
@@ -47,6 +60,11 @@ Function* cloneFunctionInto(Module& module, const Function& function, std::strin
   copy->setResultTypes(function.resultTypes());
   Cloner().cloneBlock(function.body(), copy->body());
   return copy;
+}
+
+std::vector<Value*> inlineBlock(const Block& from, Block& into, const std::vector<Value*>& args) {
+  KILN_INTERNAL_CHECK(args.size() == from.numArguments(), "inlineBlock: one value per argument");
+  return Cloner().inlineBlock(from, into, args);
 }
 
 std::unique_ptr<Module> cloneFunction(const Function& function) {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -14,5 +15,8 @@ namespace kiln {
 std::unique_ptr<Module> cloneFunction(const Function& function);
 // The same copy added to `module` under the name `name` (a transformation's starting point).
 Function* cloneFunctionInto(Module& module, const Function& function, std::string name);
+// Copies `from`'s ops except its terminator to the end of `into`, `args` standing for from's
+// arguments, and returns the copies of what the terminator returns (inlining a function body).
+std::vector<Value*> inlineBlock(const Block& from, Block& into, const std::vector<Value*>& args);
 
 }  // namespace kiln

@@ -4,7 +4,6 @@
 #include "passes/train_step.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "ir/builder.h"
 #include "ir/clone.h"
@@ -33,47 +32,6 @@ Expected<StepLayout> stepLayout(const Function& f, const TrainSpec& spec) {
 }
 
 namespace {
-
-// Copies `from`'s ops (not its terminator) to the end of `to`, with from's arguments standing
-// for `args`; returns the copies of the terminator's operands.
-class Inliner {
- public:
-  std::vector<Value*> inlineBlock(const Block& from, Block& to, const std::vector<Value*>& args) {
-    for (size_t i = 0; i < args.size(); ++i) map_[from.argument(i)] = args[i];
-    std::vector<Value*> results;
-    for (const auto& op : from.ops()) {
-      std::vector<Value*> operands;
-      for (const Value* v : op->operands()) operands.push_back(map_.at(v));
-      if (op.get() == from.terminator()) return operands;
-      copyOp(*op, to, operands);
-    }
-    return results;
-  }
-
- private:
-  void copyOp(const Op& op, Block& to, const std::vector<Value*>& operands) {
-    std::vector<TensorType> types;
-    for (const Value* r : op.results()) types.push_back(r->type());
-    Op* copy = to.append(Op::create(op.kind(), operands, types, op.attrs(), op.loc()));
-    for (size_t i = 0; i < op.numResults(); ++i) {
-      copy->result(i)->setName(op.result(i)->name());
-      map_[op.result(i)] = copy->result(i);
-    }
-    for (size_t r = 0; r < op.numRegions(); ++r) {
-      const Block& region = *op.region(r);
-      Block& into = *copy->addRegion();
-      for (size_t i = 0; i < region.numArguments(); ++i)
-        map_[region.argument(i)] = into.addArgument(region.argument(i)->type(), region.argument(i)->name());
-      for (const auto& inner : region.ops()) {
-        std::vector<Value*> innerOperands;
-        for (const Value* v : inner->operands()) innerOperands.push_back(map_.at(v));
-        copyOp(*inner, into, innerOperands);  // the yield is copied like any op
-      }
-    }
-  }
-
-  std::unordered_map<const Value*, Value*> map_;  // lookups only, never iterated
-};
 
 enum class Mode { Step, Accumulate, AccumulateStep };
 
@@ -105,7 +63,7 @@ Expected<Function*> build(Module& module, const Function& f, const TrainSpec& sp
   Value* lr = update ? body.addArgument({DType::F32, {}}, "lr") : nullptr;
   Value* step = update ? body.addArgument({DType::F32, {}}, "step") : nullptr;
 
-  std::vector<Value*> out = Inliner().inlineBlock((*grad)->body(), body, args);
+  std::vector<Value*> out = inlineBlock((*grad)->body(), body, args);
   size_t numForward = 1 + layout->numMetrics;
   std::vector<Value*> results(out.begin(), out.begin() + numForward);
   std::vector<Value*> grads(out.begin() + numForward, out.end());
