@@ -121,6 +121,18 @@ class GroupView {
 // ops of its result's shape (an epilogue), and whose in-group producers it does not re-read.
 std::string judgeSingleHero(const std::vector<const Op*>& ops, const GroupView& group, const Op& hero, bool library) {
   const Shape& shape = hero.result()->type().shape;
+  if (library) {
+    // cuBLASLt and cuDNN write one output: a kernel that must also store another value (an
+    // optimizer update fused after a weight gradient's matmul, say) could not be a library call.
+    const Value* stored = nullptr;
+    for (const Op* op : ops)
+      for (const Use& use : op->result()->uses())
+        if (!group.contains(use.user) && stored != op->result()) {
+          if (stored)
+            return "a library call writes one result, and " + std::string(op->name()) + "'s would be a second";
+          stored = op->result();
+        }
+  }
   std::unordered_set<const Value*> downstream{hero.result()};
   for (const Op* op : ops) {
     if (op == &hero) continue;
