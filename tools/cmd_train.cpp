@@ -119,7 +119,8 @@ int run(const Command& c, const Args& args) {
   if (!data || data->empty()) return usageError(c, "--data NAME=PATH.npy,... is required: the training data");
   auto batch = parseInteger<int64_t>(args.get("--batch").value_or(""));
   if (!batch || *batch < 1) return usageError(c, "--batch B is required: a positive number of samples per update");
-  auto steps = parseInteger<int64_t>(args.get("--steps").value_or(""));
+  // --print-step builds the step without running it, so it needs no step count.
+  auto steps = parseInteger<int64_t>(args.get("--steps").value_or(args.has("--print-step") ? "1" : ""));
   if (!steps || *steps < 1) return usageError(c, "--steps N is required: a positive number of updates");
   auto accumulate = parseInteger<int64_t>(args.get("--accumulate").value_or("1"));
   if (!accumulate || *accumulate < 1) return usageError(c, "--accumulate takes a positive number of micro-batches");
@@ -128,7 +129,7 @@ int run(const Command& c, const Args& args) {
   double lr = 0;
   try {
     size_t used = 0;
-    std::string text = args.get("--lr").value_or("");
+    std::string text = args.get("--lr").value_or(args.has("--print-step") ? "1" : "");  // lr is a step input
     lr = std::stod(text, &used);
     if (used != text.size() || !(lr > 0)) throw std::invalid_argument("lr");
   } catch (...) {
