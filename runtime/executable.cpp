@@ -4,7 +4,6 @@
 
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_jit.h"
-#include "runtime/collectives/all_reduce_step.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
 #endif
@@ -56,10 +55,7 @@ std::vector<std::string> Executable::kernelNames() const {
 Expected<std::vector<DeviceTensor>> Executable::runOnDevice(const std::vector<DeviceTensor>& inputs,
                                                     const ExecuteOptions& options) const {
 #if KILN_HAVE_CUDA
-  if (cuda_) {
-    KILN_TRY(collectives::checkCudaReplicas(cuda_->function(), options.communicator));
-    return cuda_->runOnDevice(inputs, options);
-  }
+  if (cuda_) return cuda_->runOnDevice(inputs, options);
 #else
   (void)inputs, (void)options;
 #endif

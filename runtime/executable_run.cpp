@@ -266,10 +266,7 @@ class ExecutionContext {
 
 Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) const {
 #if KILN_HAVE_CUDA
-  if (cuda_) {
-    KILN_TRY(collectives::checkCudaReplicas(cuda_->function(), options.communicator));
-    return cuda_->run(inputs, options);
-  }
+  if (cuda_) return cuda_->run(inputs, options);
 #endif
   return ExecutionContext(*this, options).run(inputs);
 }

@@ -22,19 +22,4 @@ Status allReduceInPlace(const Op& op, void* data, Communicator& comm) {
   return {};
 }
 
-Status checkCudaReplicas(const Function& f, Communicator* given) {
-  const Op* allReduce = nullptr;
-  walkOps(f.body(), [&](const Op* op) {
-    if (!allReduce && isAllReduce(*op)) allReduce = op;
-  });
-  if (!allReduce) return {};
-  auto comm = communicatorFor(given);
-  if (!comm) return comm.error().at(allReduce->loc());
-  if ((*comm)->size() == 1) return {};
-  return Error(fmt::format("all_reduce across {} replicas on the GPU needs NCCL, which this kiln does not drive yet; "
-                           "use --backend cpu for data-parallel runs",
-                           (*comm)->size()),
-               allReduce->loc());
-}
-
 }  // namespace kiln::collectives

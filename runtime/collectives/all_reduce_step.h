@@ -15,8 +15,4 @@ Expected<Communicator*> communicatorFor(Communicator* given);
 // the replicas of `comm` (nothing to do for one replica). Errors carry the op's location.
 Status allReduceInPlace(const Op& op, void* data, Communicator& comm);
 
-// Ok unless `f` has an all_reduce and the run's replicas are several: the CUDA backend does not
-// drive NCCL yet, and says so rather than silently reducing nothing.
-Status checkCudaReplicas(const Function& f, Communicator* given);
-
 }  // namespace kiln::collectives

@@ -6,20 +6,28 @@
 #include <mutex>
 
 #include "codegen/gpu_arch.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/cuda/driver.h"
 
 namespace kiln::cuda {
 
 Expected<Device*> Device::get() {
   const char* env = std::getenv("KILN_CUDA_DEVICE");
-  int ordinal = 0;
   if (env && *env) {
     char* end = nullptr;
     long v = std::strtol(env, &end, 10);
     if (*end != '\0' || v < 0) return Error(std::string("KILN_CUDA_DEVICE='") + env + "' is not a device number");
-    ordinal = static_cast<int>(v);
+    return get(static_cast<int>(v));
   }
-  return get(ordinal);
+  // Data-parallel ranks (one process per GPU) take GPU local_rank, wrapping when a machine runs
+  // more ranks than it has GPUs.
+  collectives::ReplicaInfo replica = collectives::replicaFromEnvironment();
+  if (!replica.launchedByMpi || replica.localRank == 0) return get(0);
+  auto d = driver();
+  if (!d) return d.error();
+  int count = 0;
+  KILN_CU(cuDeviceGetCount, "", &count);
+  return get(count > 0 ? replica.localRank % count : 0);
 }
 
 Expected<Device*> Device::get(int ordinal) {

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "codegen/nvptx_target.h"
+#include "runtime/collectives/all_reduce_step.h"
 #include "runtime/donation.h"
 #include "runtime/cuda/driver.h"
 
@@ -79,6 +80,7 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
   program->arena_ = std::move(*arena);
   for (const KernelThunk& k : program->kernels_) program->kernelOf_[k.group] = &k;
   program->hasRegions_ = hasRegionSteps(program->plan());
+  walkOps(program->function().body(), [&](const Op* op) { program->hasAllReduce_ |= collectives::isAllReduce(*op); });
   auto status = allocateDevice(sizeof(int32_t), "the kernels' error word");
   if (!status) return status.error();
   program->statusWord_ = std::move(*status);
@@ -159,6 +161,8 @@ class Program::Run {
       KILN_CU(cuLaunchKernel, group.name, k.function, k.shape.blocks, 1, 1, k.shape.threadsPerBlock, 1, 1, 0,
               p_.stream_.get(), params.data(), nullptr);
     }
+    if (group.ops.size() == 1 && collectives::isAllReduce(*group.ops[0]))
+      KILN_TRY(p_.reduceAcrossReplicas(*group.ops[0], args.back(), options_));
     if (timed) {
       KILN_TRY(timed->end.record(p_.stream_.get()));
       timed_.push_back(std::move(*timed));
@@ -392,9 +396,27 @@ Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vecto
     *options.stepMilliseconds = *ms;
   }
   if (options.kernelMilliseconds) KILN_TRY(run.collectKernelTimes());
+  // With collectives queued, wait through NCCL: a dead peer then ends in an error, not a hang.
+  if (nccl_) KILN_TRY(nccl_->wait(stream, "the step's all_reduce"));
   int32_t word = 0;
   KILN_TRY(copyToHost(&word, statusWord_.address(), sizeof word, stream));
   return run.kernelError(word);
+}
+
+Status Program::reduceAcrossReplicas(const Op& op, CUdeviceptr result, const ExecuteOptions& options) {
+  if (!nccl_) {
+    auto comm = collectives::communicatorFor(options.communicator);
+    if (!comm) return comm.error().at(op.loc());
+    auto nccl = NcclCommunicator::create(**comm, collectives::CommunicatorOptions{}.timeout);
+    if (!nccl) return nccl.error().at(op.loc());
+    nccl_ = std::move(*nccl);
+  }
+  const TensorType& t = op.result()->type();
+  auto kind = op.attr("reduce").getString() == "mean" ? collectives::ReduceKind::Mean : collectives::ReduceKind::Sum;
+  Status s = nccl_->allReduce(result, t.numElements(), t.dtype, kind, stream_.get(),
+                              "all_reduce of %" + op.operand(0)->name() + " at line " + std::to_string(op.loc().line));
+  if (!s) return s.error().at(op.loc());
+  return {};
 }
 
 Expected<std::vector<Tensor>> Program::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) {

@@ -23,6 +23,7 @@
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/graph.h"
 #include "runtime/cuda/module.h"
+#include "runtime/cuda/nccl.h"
 #include "runtime/cuda/stream.h"
 #include "runtime/device_tensor.h"
 #include "runtime/executable.h"
@@ -62,8 +63,9 @@ class Program {
   // Why library calls that were selected run as generated kernels (cuBLASLt or cuDNN could not
   // be loaded here); empty when none.
   const std::string& libraryNote() const { return libraryNote_; }
-  // Whether runs replay a captured CUDA graph (no host-driven regions, not disabled).
-  bool capturable() const { return !hasRegions_; }
+  // Whether runs replay a captured CUDA graph (no host-driven regions, no collectives, not
+  // disabled).
+  bool capturable() const { return !hasRegions_ && !hasAllReduce_; }
 
  private:
   class Run;
@@ -79,6 +81,10 @@ class Program {
   // Loads cuBLASLt / cuDNN where a thunk calls them; where one cannot be loaded its thunks fall
   // back to their generated kernels, and libraryNote_ says so.
   void prepareLibraries();
+  // Queues the in-place all-reduce of an all_reduce's result across the replicas on the stream,
+  // through NCCL (created on first use over the run's communicator; with one replica too, so a
+  // single GPU exercises the same path).
+  Status reduceAcrossReplicas(const Op& op, CUdeviceptr result, const ExecuteOptions& options);
 
   codegen::CudaCompilation compiled_;
   Device* device_;
@@ -87,6 +93,8 @@ class Program {
   std::vector<KernelThunk> kernels_;
   std::unordered_map<const codegen::KernelGroup*, const KernelThunk*> kernelOf_;
   bool hasRegions_ = false;
+  bool hasAllReduce_ = false;
+  std::unique_ptr<NcclCommunicator> nccl_;
   std::string libraryNote_;
   std::unique_ptr<CublasLt> cublasLt_;
   std::unique_ptr<Cudnn> cudnn_;
