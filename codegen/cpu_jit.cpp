@@ -57,7 +57,7 @@ Error fromLlvm(const std::string& what, llvm::Error e) { return Error(what + ": 
 Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CompileOptions& options) {
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(hostMachineBuilder(options)).create();
   if (!jit) return fromLlvm("cannot start the host JIT", jit.takeError());
-  // Kernels call libm (tanhf, erff, log1pf, and what the intrinsics lower to): resolve every
+  // Kernels call libm (tanhf, erff, log1pf, asinf, acosf, atanf, and what the intrinsics lower to): resolve every
   // undefined symbol against the libraries already loaded into this process.
   auto search = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
   if (!search) return fromLlvm("cannot search this process's symbols", search.takeError());

@@ -39,9 +39,19 @@ llvm::Intrinsic::ID intrinsicId(MathFn fn) {
   }
 }
 
-// libm names for what LLVM 19 has no intrinsic for (llvm.tanh arrives in LLVM 20).
+// libm names for what LLVM 19 has no intrinsic for (llvm.tanh and llvm.asin/acos/atan arrive in
+// LLVM 20).
 std::string libmName(MathFn fn, bool isFloat) {
-  const char* base = fn == MathFn::Tanh ? "tanh" : fn == MathFn::Erf ? "erf" : "log1p";
+  const char* base = nullptr;
+  switch (fn) {
+    case MathFn::Tanh: base = "tanh"; break;
+    case MathFn::Erf: base = "erf"; break;
+    case MathFn::Log1p: base = "log1p"; break;
+    case MathFn::Asin: base = "asin"; break;
+    case MathFn::Acos: base = "acos"; break;
+    case MathFn::Atan: base = "atan"; break;
+    default: internalError(__FILE__, __LINE__, "no libm name for this math function");
+  }
   return std::string(base) + (isFloat ? "f" : "");
 }
 

@@ -31,9 +31,14 @@ ElementEmitter::ElementEmitter(llvm::IRBuilder<>& builder, TargetHooks& target, 
 llvm::Type* ElementEmitter::computeType(DType t) {
   switch (t) {
     case DType::Bool: return b.getInt1Ty();
-    case DType::I8: return b.getInt8Ty();
-    case DType::I32: return b.getInt32Ty();
-    case DType::I64: return b.getInt64Ty();
+    case DType::I8:
+    case DType::U8: return b.getInt8Ty();
+    case DType::I16:
+    case DType::U16: return b.getInt16Ty();
+    case DType::I32:
+    case DType::U32: return b.getInt32Ty();
+    case DType::I64:
+    case DType::U64: return b.getInt64Ty();
     case DType::F16:
     case DType::BF16:
     case DType::F32: return b.getFloatTy();
@@ -54,12 +59,12 @@ llvm::Type* ElementEmitter::storageType(DType t) {
 llvm::Value* ElementEmitter::constant(DType t, double v) {
   if (isFloat(t)) return llvm::ConstantFP::get(computeType(t), v);
   if (t == DType::Bool) return b.getInt1(v != 0.0);
-  return intConstant(t, static_cast<int64_t>(v));
+  return intConstant(t, truncateToInt(v, t));
 }
 
 llvm::Value* ElementEmitter::intConstant(DType t, int64_t v) {
   if (isFloat(t)) return llvm::ConstantFP::get(computeType(t), static_cast<double>(v));
-  return llvm::ConstantInt::get(computeType(t), static_cast<uint64_t>(v), /*IsSigned=*/true);
+  return llvm::ConstantInt::get(computeType(t), static_cast<uint64_t>(v), /*IsSigned=*/!isUnsigned(t));
 }
 
 // Double results round to f32 first and then, on store, to f16/bf16: Tensor::setDouble does the same.

@@ -78,8 +78,11 @@ class ElementEmitter {
   // Float compute values widened to double, and back (to t's compute type: f16/bf16 -> float).
   llvm::Value* toDouble(llvm::Value* v) { return v->getType()->isDoubleTy() ? v : b.CreateFPExt(v, b.getDoubleTy()); }
   llvm::Value* fromDouble(llvm::Value* v, DType t);
-  // Sign-extends an int compute value to i64.
-  llvm::Value* toI64(llvm::Value* v) { return b.CreateSExtOrTrunc(v, b.getInt64Ty()); }
+  // Widens an int compute value of dtype `t` to i64: zero-extended for unsigned dtypes (so u64
+  // keeps its bits and unsigned i64 comparisons order every unsigned dtype), else sign-extended.
+  llvm::Value* toI64(llvm::Value* v, DType t) {
+    return isUnsigned(t) ? b.CreateZExtOrTrunc(v, b.getInt64Ty()) : b.CreateSExtOrTrunc(v, b.getInt64Ty());
+  }
   // Rounds a compute value to dtype `t` (f16, bf16: through their storage format; others: as is).
   llvm::Value* roundTo(llvm::Value* v, DType t);
   // Storage <-> compute conversions.

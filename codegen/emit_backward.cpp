@@ -132,7 +132,7 @@ llvm::Value* gatherBackward(ElementEmitter& e, const Op& op, const Index& index)
   int error = e.addError(op, "index out of range [" + std::to_string(-n) + ", " + std::to_string(n) + ") for axis " +
                                  std::to_string(axis));
   llvm::Value* acc = e.loopNest(is, {e.f64(0.0)}, [&](const Index& j, const Values& sum) {
-    llvm::Value* raw = e.toI64(e.emit(indices, j));
+    llvm::Value* raw = e.toI64(e.emit(indices, j), indices->type().dtype);
     e.raiseIf(b.CreateOr(b.CreateICmpSLT(raw, e.i64(-n)), b.CreateICmpSGE(raw, e.i64(n))), error);
     llvm::Value* row = b.CreateSelect(b.CreateICmpSLT(raw, e.i64(0)), b.CreateAdd(raw, e.i64(n)), raw);
     return e.ifThen(b.CreateICmpEQ(row, index[axis]), [&] {

@@ -67,6 +67,9 @@ llvm::Value* unaryFloat(ElementEmitter& e, const Op& op, llvm::Value* x) {
       return b.CreateSelect(b.CreateFCmpUNO(x, x), x, s);
     }
     case OpKind::Log1p: return e.math(MathFn::Log1p, {x});
+    case OpKind::Asin: return e.math(MathFn::Asin, {x});
+    case OpKind::Acos: return e.math(MathFn::Acos, {x});
+    case OpKind::Atan: return e.math(MathFn::Atan, {x});
     case OpKind::Relu:  // x > 0 or NaN: x; else 0
       return b.CreateSelect(b.CreateFCmpUGT(x, fconst(x, 0)), x, fconst(x, 0));
     case OpKind::Silu: return b.CreateFMul(x, sigmoid(e, x));
@@ -93,17 +96,20 @@ llvm::Value* binaryFloat(ElementEmitter& e, OpKind kind, llvm::Value* x, llvm::V
 
 // Integer power by repeated squaring over every bit of the (non-negative) exponent, in i64
 // (wrapping, then truncated to the dtype). A negative exponent gives the truncated 1/base^-e:
-// 1 for base 1, +-1 for base -1 by parity, 0 otherwise; base 0 raises an error.
+// 1 for base 1, +-1 for base -1 by parity, 0 otherwise; base 0 raises an error. Unsigned
+// exponents are never negative and use every bit.
 llvm::Value* intPow(ElementEmitter& e, const Op& op, llvm::Value* base, llvm::Value* exponent) {
   auto& b = e.b;
+  DType t = op.result()->type().dtype;
   llvm::Type* type = base->getType();
-  llvm::Value* x = e.toI64(base);
-  llvm::Value* n = e.toI64(exponent);
-  unsigned bits = type->getIntegerBitWidth() - 1;  // a non-negative exponent has a clear sign bit
+  llvm::Value* x = e.toI64(base, t);
+  llvm::Value* n = e.toI64(exponent, t);
+  unsigned bits = type->getIntegerBitWidth() - (isUnsigned(t) ? 0 : 1);  // a signed exponent's sign bit is clear
   Values r = e.loop(bits, {e.i64(1), x}, [&](llvm::Value* i, const Values& c) {
     llvm::Value* bit = b.CreateICmpNE(b.CreateAnd(b.CreateLShr(n, i), e.i64(1)), e.i64(0));
     return Values{b.CreateSelect(bit, b.CreateMul(c[0], c[1]), c[0]), b.CreateMul(c[1], c[1])};
   });
+  if (isUnsigned(t)) return b.CreateTrunc(r[0], type);
   llvm::Value* negative = b.CreateICmpSLT(n, e.i64(0));
   llvm::Value* odd = b.CreateICmpNE(b.CreateAnd(n, e.i64(1)), e.i64(0));
   llvm::Value* minusOnePow = b.CreateSelect(odd, e.i64(-1), e.i64(1));
@@ -114,46 +120,69 @@ llvm::Value* intPow(ElementEmitter& e, const Op& op, llvm::Value* base, llvm::Va
   return b.CreateTrunc(b.CreateSelect(negative, reciprocal, r[0]), type);
 }
 
+// shift_left, shift_right as NumPy's (ir/interp/elementwise.cpp): an amount read unsigned that is
+// the width or more shifts every bit out, where LLVM's shifts would give poison.
+llvm::Value* shift(ElementEmitter& e, OpKind kind, llvm::Value* x, llvm::Value* y, bool isUnsignedInt) {
+  auto& b = e.b;
+  llvm::Type* type = x->getType();
+  unsigned width = type->getIntegerBitWidth();
+  llvm::Value* inRange = b.CreateICmpULT(y, llvm::ConstantInt::get(type, width));
+  llvm::Value* amount = b.CreateSelect(inRange, y, llvm::ConstantInt::get(type, 0));
+  llvm::Value* zero = llvm::ConstantInt::get(type, 0);
+  if (kind == OpKind::ShiftLeft) return b.CreateSelect(inRange, b.CreateShl(x, amount), zero);
+  if (isUnsignedInt) return b.CreateSelect(inRange, b.CreateLShr(x, amount), zero);
+  llvm::Value* signFill = b.CreateAShr(x, llvm::ConstantInt::get(type, width - 1));  // 0 or -1
+  return b.CreateSelect(inRange, b.CreateAShr(x, amount), signFill);
+}
+
 llvm::Value* binaryInt(ElementEmitter& e, const Op& op, llvm::Value* x, llvm::Value* y) {
   auto& b = e.b;
+  bool isUnsignedInt = isUnsigned(op.operand(0)->type().dtype);
   switch (op.kind()) {
     case OpKind::Add: return b.CreateAdd(x, y);  // no nsw: ints wrap
     case OpKind::Sub: return b.CreateSub(x, y);
     case OpKind::Mul: return b.CreateMul(x, y);
+    case OpKind::ShiftLeft:
+    case OpKind::ShiftRight: return shift(e, op.kind(), x, y, isUnsignedInt);
     case OpKind::Div: {
       // Truncates toward zero. sdiv would be UB for a zero divisor and for INT_MIN / -1, so the
       // divisor is made safe first: -1 gives the wrapped negation, 0 an error and the result 0.
       llvm::Value* zero = llvm::ConstantInt::get(y->getType(), 0);
       llvm::Value* minusOne = llvm::ConstantInt::getSigned(y->getType(), -1);
       llvm::Value* isZero = b.CreateICmpEQ(y, zero);
-      llvm::Value* isMinusOne = b.CreateICmpEQ(y, minusOne);
       e.raiseIf(isZero, e.addError(op, "integer division by zero"));
+      if (isUnsignedInt) return b.CreateUDiv(x, b.CreateSelect(isZero, llvm::ConstantInt::get(y->getType(), 1), y));
+      llvm::Value* isMinusOne = b.CreateICmpEQ(y, minusOne);
       llvm::Value* safe = b.CreateSelect(b.CreateOr(isZero, isMinusOne), llvm::ConstantInt::get(y->getType(), 1), y);
       llvm::Value* q = b.CreateSDiv(x, safe);
       return b.CreateSelect(isMinusOne, b.CreateSub(zero, x), b.CreateSelect(isZero, zero, q));
     }
-    case OpKind::Max: return b.CreateSelect(b.CreateICmpSLT(x, y), y, x);
-    case OpKind::Min: return b.CreateSelect(b.CreateICmpSLT(y, x), y, x);
+    case OpKind::Max: return b.CreateSelect(isUnsignedInt ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y), y, x);
+    case OpKind::Min: return b.CreateSelect(isUnsignedInt ? b.CreateICmpULT(y, x) : b.CreateICmpSLT(y, x), y, x);
     case OpKind::Pow: return intPow(e, op, x, y);
     default: break;
   }
   internalError(__FILE__, __LINE__, "not a binary int op: " + std::string(op.name()));
 }
 
-// Ordered float predicates (NaN compares false) except `ne`, which is true for NaN.
-llvm::Value* compare(ElementEmitter& e, OpKind kind, llvm::Value* x, llvm::Value* y, bool isFloatType) {
+// Ordered float predicates (NaN compares false) except `ne`, which is true for NaN; unsigned
+// predicates for unsigned dtypes.
+llvm::Value* compare(ElementEmitter& e, OpKind kind, llvm::Value* x, llvm::Value* y, DType t) {
   using P = llvm::CmpInst::Predicate;
-  P p;
+  struct Predicates {
+    P floats, signedInts, unsignedInts;
+  };
+  Predicates p;
   switch (kind) {
-    case OpKind::Eq: p = isFloatType ? P::FCMP_OEQ : P::ICMP_EQ; break;
-    case OpKind::Ne: p = isFloatType ? P::FCMP_UNE : P::ICMP_NE; break;
-    case OpKind::Lt: p = isFloatType ? P::FCMP_OLT : P::ICMP_SLT; break;
-    case OpKind::Le: p = isFloatType ? P::FCMP_OLE : P::ICMP_SLE; break;
-    case OpKind::Gt: p = isFloatType ? P::FCMP_OGT : P::ICMP_SGT; break;
-    case OpKind::Ge: p = isFloatType ? P::FCMP_OGE : P::ICMP_SGE; break;
+    case OpKind::Eq: p = {P::FCMP_OEQ, P::ICMP_EQ, P::ICMP_EQ}; break;
+    case OpKind::Ne: p = {P::FCMP_UNE, P::ICMP_NE, P::ICMP_NE}; break;
+    case OpKind::Lt: p = {P::FCMP_OLT, P::ICMP_SLT, P::ICMP_ULT}; break;
+    case OpKind::Le: p = {P::FCMP_OLE, P::ICMP_SLE, P::ICMP_ULE}; break;
+    case OpKind::Gt: p = {P::FCMP_OGT, P::ICMP_SGT, P::ICMP_UGT}; break;
+    case OpKind::Ge: p = {P::FCMP_OGE, P::ICMP_SGE, P::ICMP_UGE}; break;
     default: internalError(__FILE__, __LINE__, "not a comparison");
   }
-  return e.b.CreateCmp(p, x, y);
+  return e.b.CreateCmp(isFloat(t) ? p.floats : isUnsigned(t) ? p.unsignedInts : p.signedInts, x, y);
 }
 
 bool isComparison(OpKind k) {
@@ -174,7 +203,7 @@ llvm::Value* binary(ElementEmitter& e, const Op& op, const Index& index) {
     if (op.kind() == OpKind::Or) return b.CreateOr(x, y);
     return b.CreateXor(x, y);
   }
-  if (isComparison(op.kind())) return compare(e, op.kind(), x, y, isFloat(t));
+  if (isComparison(op.kind())) return compare(e, op.kind(), x, y, t);
   if (isInt(t)) return binaryInt(e, op, x, y);
   return binaryFloat(e, op.kind(), x, y);
 }
@@ -190,15 +219,15 @@ llvm::Value* cast(ElementEmitter& e, const Op& op, const Index& index) {
   if (from == to) return x;
   if (to == DType::Bool) return isFloat(from) ? b.CreateFCmpUNE(x, fconst(x, 0)) : b.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
   if (from == DType::Bool) return isFloat(to) ? b.CreateUIToFP(x, target) : b.CreateZExt(x, target);
+  if (isUnsigned(from)) return isFloat(to) ? b.CreateUIToFP(x, target) : b.CreateZExtOrTrunc(x, target);
   if (isInt(from)) return isFloat(to) ? b.CreateSIToFP(x, target) : b.CreateSExtOrTrunc(x, target);
   if (isFloat(to)) return to == DType::F64 ? e.toDouble(x) : b.CreateFPTrunc(e.toDouble(x), target);
-  double lo = to == DType::I8 ? -128.0 : to == DType::I32 ? -2147483648.0 : -9223372036854775808.0;
-  double hi = to == DType::I8 ? 127.0 : to == DType::I32 ? 2147483647.0 : 9223372036854774784.0;
+  IntRange range = intRange(to);
   llvm::Value* d = e.toDouble(x);
-  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLE(d, fconst(d, lo)), fconst(d, lo),
-                                        b.CreateSelect(b.CreateFCmpOGE(d, fconst(d, hi)), fconst(d, hi), d));
+  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLE(d, fconst(d, range.lo)), fconst(d, range.lo),
+                                        b.CreateSelect(b.CreateFCmpOGE(d, fconst(d, range.hi)), fconst(d, range.hi), d));
   clamped = b.CreateSelect(b.CreateFCmpUNO(d, d), fconst(d, 0), clamped);
-  return b.CreateFPToSI(clamped, target);
+  return isUnsigned(to) ? b.CreateFPToUI(clamped, target) : b.CreateFPToSI(clamped, target);
 }
 
 // A splat is an immediate; other literals are a private constant array named after the kernel.
@@ -273,6 +302,7 @@ llvm::Value* emitElementwise(ElementEmitter& e, const Op& op, const Index& index
   if (x->getType()->isIntegerTy()) {  // neg and abs; -INT_MIN wraps to INT_MIN
     llvm::Value* negated = b.CreateSub(llvm::ConstantInt::get(x->getType(), 0), x);
     if (op.kind() == OpKind::Neg) return negated;
+    if (isUnsigned(op.operand(0)->type().dtype)) return x;  // abs of an unsigned int
     return b.CreateSelect(b.CreateICmpSLT(x, llvm::ConstantInt::get(x->getType(), 0)), negated, x);
   }
   return unaryFloat(e, op, x);

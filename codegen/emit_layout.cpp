@@ -77,7 +77,7 @@ llvm::Value* gather(ElementEmitter& e, const Op& op, const Index& index) {
   size_t q = static_cast<size_t>(indices->type().rank());
   int64_t n = x->type().shape[axis];
   Index at(index.begin() + static_cast<ptrdiff_t>(axis), index.begin() + static_cast<ptrdiff_t>(axis + q));
-  llvm::Value* i = e.toI64(e.emit(indices, at));
+  llvm::Value* i = e.toI64(e.emit(indices, at), indices->type().dtype);
   llvm::Value* bad = b.CreateOr(b.CreateICmpSLT(i, e.i64(-n)), b.CreateICmpSGE(i, e.i64(n)));
   e.raiseIf(bad, e.addError(op, "index out of range [" + std::to_string(-n) + ", " + std::to_string(n) +
                                     ") for axis " + std::to_string(axis)));

@@ -39,7 +39,7 @@ llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
     if (!bVector) bi.push_back(column);
     llvm::Value* x = e.emit(a, ai);
     llvm::Value* y = e.emit(c, bi);
-    if (ints) return Values{b.CreateAdd(sum[0], b.CreateMul(e.toI64(x), e.toI64(y)))};
+    if (ints) return Values{b.CreateAdd(sum[0], b.CreateMul(e.toI64(x, a->type().dtype), e.toI64(y, c->type().dtype)))};
     return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(x), e.toDouble(y)))};
   })[0];
   DType t = op.result()->type().dtype;

@@ -35,24 +35,29 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
   DType t = op.result()->type().dtype;
   OpKind kind = op.kind();
   if (isInt(t)) {
+    // Unsigned dtypes accumulate zero-extended in i64 and compare and divide unsigned.
+    bool isUnsignedInt = isUnsigned(t);
     int64_t identity = kind == OpKind::ReduceProd  ? 1
-                       : kind == OpKind::ReduceMax ? INT64_MIN
-                       : kind == OpKind::ReduceMin ? INT64_MAX
+                       : kind == OpKind::ReduceMax ? (isUnsignedInt ? 0 : INT64_MIN)
+                       : kind == OpKind::ReduceMin ? (isUnsignedInt ? -1 : INT64_MAX)  // -1: all ones, UINT64_MAX
                                                    : 0;
-    auto combine = [&e, kind](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
+    auto combine = [&e, kind, isUnsignedInt](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
       auto& b = e.b;
+      auto less = [&](llvm::Value* p, llvm::Value* q) { return isUnsignedInt ? b.CreateICmpULT(p, q) : b.CreateICmpSLT(p, q); };
       switch (kind) {
-        case OpKind::ReduceMax: return b.CreateSelect(b.CreateICmpSLT(a, v), v, a);
-        case OpKind::ReduceMin: return b.CreateSelect(b.CreateICmpSLT(v, a), v, a);
+        case OpKind::ReduceMax: return b.CreateSelect(less(a, v), v, a);
+        case OpKind::ReduceMin: return b.CreateSelect(less(v, a), v, a);
         case OpKind::ReduceProd: return b.CreateMul(a, v);
         default: return b.CreateAdd(a, v);  // sum, mean
       }
     };
-    return {e.i64(identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toI64(x)); }, combine,
-            [&e, kind, count, t](llvm::Value* a) {
+    return {e.i64(identity), [&e, combine, t](llvm::Value* a, llvm::Value* x) { return combine(a, e.toI64(x, t)); },
+            combine,
+            [&e, kind, count, t, isUnsignedInt](llvm::Value* a) {
               auto& b = e.b;
               // count > 0 here: a mean of no ints is an error raised before the loop.
-              llvm::Value* r = kind == OpKind::ReduceMean ? b.CreateSDiv(a, e.i64(count)) : a;
+              llvm::Value* r = a;
+              if (kind == OpKind::ReduceMean) r = isUnsignedInt ? b.CreateUDiv(a, e.i64(count)) : b.CreateSDiv(a, e.i64(count));
               return b.CreateTrunc(r, e.computeType(t));
             }};
   }
@@ -117,7 +122,9 @@ llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
     llvm::Value* k = b.CreateAdd(iv, e.i64(1));
     llvm::Value* v = element(k);
     llvm::Value* better;
-    if (v->getType()->isIntegerTy()) {
+    if (isUnsigned(x->type().dtype)) {
+      better = isMax ? b.CreateICmpUGT(v, c[1]) : b.CreateICmpULT(v, c[1]);
+    } else if (v->getType()->isIntegerTy()) {
       better = isMax ? b.CreateICmpSGT(v, c[1]) : b.CreateICmpSLT(v, c[1]);
     } else {
       // Once the best is NaN nothing beats it; a NaN beats any number.
@@ -200,7 +207,7 @@ llvm::Value* softmaxCrossEntropy(ElementEmitter& e, const Op& op, const Index&) 
   int64_t rows = logits->type().shape[0], classes = logits->type().shape[1];
   int error = e.addError(op, "label out of range [0, " + std::to_string(classes) + ")");
   llvm::Value* total = e.loop(rows, {e.f64(0.0)}, [&](llvm::Value* r, const Values& c) {
-    llvm::Value* label = e.toI64(e.emit(labels, {r}));
+    llvm::Value* label = e.toI64(e.emit(labels, {r}), labels->type().dtype);
     llvm::Value* bad = b.CreateOr(b.CreateICmpSLT(label, e.i64(0)), b.CreateICmpSGE(label, e.i64(classes)));
     e.raiseIf(bad, error);
     auto element = [&](llvm::Value* k) { return e.emit(logits, {r, k}); };

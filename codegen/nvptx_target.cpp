@@ -19,6 +19,9 @@ const char* libdeviceName(MathFn fn) {
     case MathFn::Erf: return "__nv_erf";
     case MathFn::Sin: return "__nv_sin";
     case MathFn::Cos: return "__nv_cos";
+    case MathFn::Asin: return "__nv_asin";
+    case MathFn::Acos: return "__nv_acos";
+    case MathFn::Atan: return "__nv_atan";
     case MathFn::Pow: return "__nv_pow";
     case MathFn::Sqrt:
     case MathFn::Floor:

@@ -12,7 +12,7 @@
 namespace kiln::codegen {
 
 // Float math the element emitter cannot express as plain LLVM instructions.
-enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Pow, Floor, Ceil, Fabs };
+enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Asin, Acos, Atan, Pow, Floor, Ceil, Fabs };
 
 // Emits the body for one work item: `buffers` are the kernel's buffer pointers (group inputs, then
 // outputs), `status` points at the i32 error word, `item` is the i64 work item index and `lane`

@@ -174,8 +174,9 @@ class Lexer {
       return error(std::move(t), "invalid number '" + std::string(text_.substr(startPos_, pos_ - startPos_)) + "'");
     }
     if (t.kind == Tok::Int) {
-      uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
-      if (overflow || magnitude > limit) return error(std::move(t), "integer literal out of range (it must fit in 64 bits)");
+      if (overflow || (negative && magnitude > uint64_t{1} << 63))
+        return error(std::move(t), "integer literal out of range (it must fit in 64 bits)");
+      t.beyondInt64 = !negative && magnitude > uint64_t{INT64_MAX};
       t.intValue = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
     }
     return finish(std::move(t));

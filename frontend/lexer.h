@@ -14,7 +14,7 @@ enum class Tok {
   Ident,     // bare word: keywords, op names, dtypes, attribute names, true/false
   Global,    // @name
   ValueRef,  // %name or %123
-  Int,       // -?[0-9]+, range-checked to int64 (`intValue`)
+  Int,       // -?[0-9]+, range-checked to int64 (`intValue`), or to u64 for u64 literals (`beyondInt64`)
   Float,     // -?[0-9]+(.[0-9]+)?([eE][+-]?[0-9]+)? with a '.' or exponent, or inf, -inf, nan
   String,    // "..."; `value` holds the decoded contents
   LParen,
@@ -35,6 +35,8 @@ struct Token {
   int line = 1;
   int col = 1;
   int64_t intValue = 0;
+  // An Int in (2^63, 2^64): only a u64 constant may hold it. `intValue` has its bits.
+  bool beyondInt64 = false;
   std::string value;  // decoded string contents, or an Error token's message
 
   bool is(Tok k) const { return kind == k; }

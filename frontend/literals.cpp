@@ -88,6 +88,9 @@ class LiteralParser {
   std::vector<int64_t> length_;  // per depth: the common length of its lists
 };
 
+// Past int64, only u64 constants' elements may go (up to 2^64 - 1).
+constexpr const char* kBeyondInt64 = "integer literal out of range (it must fit in int64)";
+
 // Stores one literal element at index i of t, checking it suits t's dtype.
 Status setElement(const Cursor& c, Tensor& t, int64_t i, const Token& leaf) {
   DType d = t.dtype();
@@ -101,7 +104,8 @@ Status setElement(const Cursor& c, Tensor& t, int64_t i, const Token& leaf) {
   if (isInt(d)) {
     if (!leaf.is(Tok::Int)) return c.error(leaf, "constant: expected an integer for " + dtype + ", got " + describe(leaf));
     int64_t v = leaf.intValue;
-    if (wrapToInt(v, d) != v) return c.error(leaf, "constant: integer literal " + std::string(leaf.text) + " is out of range for " + dtype);
+    bool inRange = d == DType::U64 ? leaf.text[0] != '-' : !leaf.beyondInt64 && wrapToInt(v, d) == v;
+    if (!inRange) return c.error(leaf, "constant: integer literal " + std::string(leaf.text) + " is out of range for " + dtype);
     t.setInt(i, v);
     return {};
   }
@@ -125,6 +129,7 @@ Expected<TensorType> parseType(Cursor& c) {
     for (;;) {
       const Token& dim = c.peek();
       if (!dim.is(Tok::Int)) return c.unexpected("a dimension (a non-negative integer)");
+      if (dim.beyondInt64) return c.error(dim, kBeyondInt64);
       if (dim.intValue < 0) return c.error(dim, "dimension must not be negative, got " + std::string(dim.text));
       if (type.rank() == kMaxRank) return c.error(dim, "type has more than " + std::to_string(kMaxRank) + " dimensions");
       type.shape.push_back(dim.intValue);
@@ -153,7 +158,10 @@ Expected<std::vector<TensorType>> parseTypeList(Cursor& c) {
 Expected<Attr> parseAttrValue(Cursor& c, int depth) {
   const Token& t = c.peek();
   switch (t.kind) {
-    case Tok::Int: c.next(); return Attr(t.intValue);
+    case Tok::Int:
+      if (t.beyondInt64) return c.error(t, kBeyondInt64);
+      c.next();
+      return Attr(t.intValue);
     case Tok::Float: c.next(); return Attr(toDouble(t.text));
     case Tok::String: c.next(); return Attr(t.value);
     case Tok::Ident: {

@@ -72,7 +72,7 @@ namespace {
 std::string formatElement(const Tensor& t, int64_t i) {
   DType d = t.dtype();
   if (d == DType::Bool) return t.getBool(i) ? "true" : "false";
-  if (isInt(d)) return std::to_string(t.getInt(i));
+  if (isInt(d)) return formatInt(t.getInt(i), d);
   return formatFloatAs(t.getDouble(i), d);
 }
 

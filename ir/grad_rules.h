@@ -65,6 +65,9 @@ KILN_GRAD_RULE(sin);
 KILN_GRAD_RULE(cos);
 KILN_GRAD_RULE(zero);  // floor, ceil, sign: piecewise constant, so the gradient is 0 where defined
 KILN_GRAD_RULE(log1p);
+KILN_GRAD_RULE(asin);
+KILN_GRAD_RULE(acos);
+KILN_GRAD_RULE(atan);
 KILN_GRAD_RULE(relu);
 KILN_GRAD_RULE(silu);
 KILN_GRAD_RULE(gelu);

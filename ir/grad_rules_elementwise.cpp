@@ -71,6 +71,21 @@ KILN_GRAD_RULE(log1p) {
   Value* x = x0(op);
   return std::vector<Value*>{ctx.div(dys[0], ctx.add(ctx.scalarLike(x, 1.0), x))};
 }
+// dx = dy / sqrt(1 - x^2)
+KILN_GRAD_RULE(asin) {
+  Value* x = x0(op);
+  return std::vector<Value*>{ctx.div(dys[0], ctx.op(OpKind::Sqrt, {ctx.sub(ctx.scalarLike(x, 1.0), ctx.mul(x, x))}))};
+}
+// dx = -dy / sqrt(1 - x^2)
+KILN_GRAD_RULE(acos) {
+  Value* x = x0(op);
+  return std::vector<Value*>{ctx.neg(ctx.div(dys[0], ctx.op(OpKind::Sqrt, {ctx.sub(ctx.scalarLike(x, 1.0), ctx.mul(x, x))})))};
+}
+// dx = dy / (1 + x^2)
+KILN_GRAD_RULE(atan) {
+  Value* x = x0(op);
+  return std::vector<Value*>{ctx.div(dys[0], ctx.add(ctx.scalarLike(x, 1.0), ctx.mul(x, x)))};
+}
 // dx = dy where x > 0, else 0 (0 at x = 0, as JAX and PyTorch)
 KILN_GRAD_RULE(relu) {
   Value* x = x0(op);

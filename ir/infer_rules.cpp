@@ -266,7 +266,7 @@ Expected<Types> slice(const Op& op, const Types*) {
 }
 
 Expected<TensorType> gatherType(const Op& op, const TensorType& x, const TensorType& idx) {
-  KILN_TRY(checkDType(idx, DTypeSet::Int, "indices"));
+  KILN_TRY(checkDType(idx, DTypeSet::SignedInt, "indices"));
   auto axis = axisAttr(op, "axis", x.rank());
   if (!axis) return axis.error();
   Shape out(x.shape.begin(), x.shape.begin() + *axis);
@@ -370,8 +370,8 @@ Expected<Types> softmaxCrossEntropy(const Op& op, const Types*) {
   TensorType logits = op.operand(0)->type(), labels = op.operand(1)->type();
   KILN_TRY(checkDType(logits, DTypeSet::Float, "logits"));
   if (logits.rank() != 2) return Error("logits must be [N,K], got " + logits.str());
-  if (!isInt(labels.dtype) || labels.shape != Shape{logits.shape[0]})
-    return Error("labels must be an integer tensor [" + str(logits.shape[0]) + "], got " + labels.str());
+  if (!isSignedInt(labels.dtype) || labels.shape != Shape{logits.shape[0]})
+    return Error("labels must be a signed integer tensor [" + str(logits.shape[0]) + "], got " + labels.str());
   if (logits.shape[0] == 0) return Error("logits must have at least one row, got " + logits.str());
   return Types{{logits.dtype, {}}};
 }

@@ -30,15 +30,21 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr size_t kArrayAlign = 64;           // numpy.lib.format.ARRAY_ALIGN
 constexpr size_t kGrowthAxisMaxDigits = 21;  // numpy.lib.format.GROWTH_AXIS_MAX_DIGITS
 constexpr std::string_view kSupported =
-    "bool '|b1', i8 '|i1', i32 '<i4', i64 '<i8', f16 '<f2', bf16 'bfloat16', f32 '<f4', f64 '<f8'";
+    "bool '|b1', i8 '|i1', i16 '<i2', i32 '<i4', i64 '<i8', u8 '|u1', u16 '<u2', u32 '<u4', u64 '<u8', "
+    "f16 '<f2', bf16 'bfloat16', f32 '<f4', f64 '<f8'";
 
 // The descr kiln writes for each dtype (as NumPy does; bf16 as ml_dtypes names it).
 std::string_view npyDescr(DType t) {
   switch (t) {
     case DType::Bool: return "|b1";
     case DType::I8: return "|i1";
+    case DType::I16: return "<i2";
     case DType::I32: return "<i4";
     case DType::I64: return "<i8";
+    case DType::U8: return "|u1";
+    case DType::U16: return "<u2";
+    case DType::U32: return "<u4";
+    case DType::U64: return "<u8";
     case DType::F16: return "<f2";
     case DType::BF16: return "bfloat16";
     case DType::F32: return "<f4";
@@ -68,8 +74,9 @@ std::optional<DType> dtypeFromDescr(const std::string& descr, std::string& why) 
     std::string_view code;
     DType type;
   };
-  static constexpr Code kCodes[] = {{"b1", DType::Bool}, {"i1", DType::I8},  {"i4", DType::I32}, {"i8", DType::I64},
-                                    {"f2", DType::F16},  {"f4", DType::F32}, {"f8", DType::F64}};
+  static constexpr Code kCodes[] = {{"b1", DType::Bool}, {"i1", DType::I8},  {"i2", DType::I16}, {"i4", DType::I32},
+                                    {"i8", DType::I64},  {"u1", DType::U8},  {"u2", DType::U16}, {"u4", DType::U32},
+                                    {"u8", DType::U64},  {"f2", DType::F16}, {"f4", DType::F32}, {"f8", DType::F64}};
   for (const Code& c : kCodes) {
     if (c.code != code) continue;
     if (order == '>' && dtypeSize(c.type) > 1) {

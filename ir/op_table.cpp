@@ -28,6 +28,7 @@ bool dtypeIn(DType t, DTypeSet set) {
     case DTypeSet::Num: return isNum(t);
     case DTypeSet::Float: return isFloat(t);
     case DTypeSet::Int: return isInt(t);
+    case DTypeSet::SignedInt: return isSignedInt(t);
     case DTypeSet::Bool: return t == DType::Bool;
   }
   return false;
@@ -36,9 +37,10 @@ bool dtypeIn(DType t, DTypeSet set) {
 std::string_view dtypeSetName(DTypeSet set) {
   switch (set) {
     case DTypeSet::Any: return "any dtype";
-    case DTypeSet::Num: return "a numeric dtype (i8, i32, i64, f16, bf16, f32, f64)";
+    case DTypeSet::Num: return "a numeric dtype (i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)";
     case DTypeSet::Float: return "a float dtype (f16, bf16, f32, f64)";
-    case DTypeSet::Int: return "an integer dtype (i8, i32, i64)";
+    case DTypeSet::Int: return "an integer dtype (i8, i16, i32, i64, u8, u16, u32, u64)";
+    case DTypeSet::SignedInt: return "a signed integer dtype (i8, i16, i32, i64)";
     case DTypeSet::Bool: return "bool";
   }
   return "?";
@@ -106,12 +108,15 @@ std::vector<OpInfo> buildTable() {
       unary(K::Tanh, "tanh", D::Float, grad::tanh), unary(K::Sigmoid, "sigmoid", D::Float, grad::sigmoid), unary(K::Erf, "erf", D::Float, grad::erf),
       unary(K::Sin, "sin", D::Float, grad::sin), unary(K::Cos, "cos", D::Float, grad::cos), unary(K::Floor, "floor", D::Float, grad::zero),
       unary(K::Ceil, "ceil", D::Float, grad::zero), unary(K::Sign, "sign", D::Float, grad::zero), unary(K::Log1p, "log1p", D::Float, grad::log1p),
+      unary(K::Asin, "asin", D::Float, grad::asin), unary(K::Acos, "acos", D::Float, grad::acos),
+      unary(K::Atan, "atan", D::Float, grad::atan),
       unary(K::Relu, "relu", D::Float, grad::relu), unary(K::Silu, "silu", D::Float, grad::silu),
       {K::Gelu, "gelu", C::Elementwise, 1, 1, 0, D::Float, {optional("approximate", A::String, "none")}, infer::unary, B::Elementwise, grad::gelu},
       unary(K::Not, "not", D::Bool, nullptr),
       binary(K::Add, "add", D::Num, grad::add), binary(K::Sub, "sub", D::Num, grad::sub), binary(K::Mul, "mul", D::Num, grad::mul),
       binary(K::Div, "div", D::Num, grad::div), binary(K::Max, "max", D::Num, grad::maxMin), binary(K::Min, "min", D::Num, grad::maxMin),
-      binary(K::Pow, "pow", D::Num, grad::pow),
+      binary(K::Pow, "pow", D::Num, grad::pow), binary(K::ShiftLeft, "shift_left", D::Int, nullptr),
+      binary(K::ShiftRight, "shift_right", D::Int, nullptr),
       compare(K::Eq, "eq"), compare(K::Ne, "ne"), compare(K::Lt, "lt"), compare(K::Le, "le"), compare(K::Gt, "gt"),
       compare(K::Ge, "ge"),
       binary(K::And, "and", D::Bool, nullptr), binary(K::Or, "or", D::Bool, nullptr), binary(K::Xor, "xor", D::Bool, nullptr),

@@ -23,9 +23,10 @@ class Context;
   X(Neg, "neg") X(Abs, "abs") X(Exp, "exp") X(Log, "log") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")       \
   X(Reciprocal, "reciprocal") X(Tanh, "tanh") X(Sigmoid, "sigmoid") X(Erf, "erf") X(Sin, "sin")  \
   X(Cos, "cos") X(Floor, "floor") X(Ceil, "ceil") X(Sign, "sign") X(Log1p, "log1p")              \
+  X(Asin, "asin") X(Acos, "acos") X(Atan, "atan")                                                \
   X(Relu, "relu") X(Silu, "silu") X(Gelu, "gelu") X(Not, "not")                                  \
   X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Max, "max") X(Min, "min")            \
-  X(Pow, "pow") X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")          \
+  X(Pow, "pow") X(ShiftLeft, "shift_left") X(ShiftRight, "shift_right") X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")          \
   X(And, "and") X(Or, "or") X(Xor, "xor") X(Select, "select") X(Cast, "cast")                    \
   X(Constant, "constant") X(Iota, "iota")                                                        \
   X(ReduceSum, "reduce_sum") X(ReduceMean, "reduce_mean") X(ReduceMax, "reduce_max")             \
@@ -81,7 +82,7 @@ enum class BatchRule {
 };
 
 // Which dtypes an op's main operands accept.
-enum class DTypeSet { Any, Num, Float, Int, Bool };
+enum class DTypeSet { Any, Num, Float, Int, SignedInt, Bool };
 bool dtypeIn(DType t, DTypeSet set);
 std::string_view dtypeSetName(DTypeSet set);  // "float", "num", ...
 

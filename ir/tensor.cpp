@@ -9,46 +9,68 @@
 namespace kiln {
 
 int64_t wrapToInt(int64_t v, DType to) {
+  uint64_t bits = static_cast<uint64_t>(v);
   switch (to) {
-    case DType::I8: return static_cast<int8_t>(static_cast<uint8_t>(static_cast<uint64_t>(v) & 0xffu));
-    case DType::I32: return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v) & 0xffffffffu));
-    default: return v;
+    case DType::I8: return static_cast<int8_t>(static_cast<uint8_t>(bits));
+    case DType::I16: return static_cast<int16_t>(static_cast<uint16_t>(bits));
+    case DType::I32: return static_cast<int32_t>(static_cast<uint32_t>(bits));
+    case DType::U8: return static_cast<uint8_t>(bits);
+    case DType::U16: return static_cast<uint16_t>(bits);
+    case DType::U32: return static_cast<uint32_t>(bits);
+    default: return v;  // i64, u64: the bits as they are
+  }
+}
+
+IntRange intRange(DType t) {
+  switch (t) {
+    case DType::I8: return {-128.0, 127.0};
+    case DType::I16: return {-32768.0, 32767.0};
+    case DType::I32: return {-2147483648.0, 2147483647.0};
+    case DType::U8: return {0.0, 255.0};
+    case DType::U16: return {0.0, 65535.0};
+    case DType::U32: return {0.0, 4294967295.0};
+    case DType::U64: return {0.0, 18446744073709549568.0};  // largest double below 2^64
+    default: return {-9223372036854775808.0, 9223372036854774784.0};  // largest double below 2^63
   }
 }
 
 int64_t truncateToInt(double v, DType to) {
   if (std::isnan(v)) return 0;
-  double lo, hi;
-  switch (to) {
-    case DType::I8: lo = -128.0, hi = 127.0; break;
-    case DType::I32: lo = -2147483648.0, hi = 2147483647.0; break;
-    default: lo = -9223372036854775808.0, hi = 9223372036854774784.0; break;  // largest double below 2^63
-  }
-  if (v <= lo) return static_cast<int64_t>(lo);
-  if (v >= hi) return static_cast<int64_t>(hi);
-  return static_cast<int64_t>(std::trunc(v));
+  IntRange r = intRange(to);
+  double t = v <= r.lo ? r.lo : v >= r.hi ? r.hi : std::trunc(v);
+  if (to == DType::U64) return static_cast<int64_t>(static_cast<uint64_t>(t));  // the bits of values >= 2^63
+  return static_cast<int64_t>(t);
+}
+
+double intToDouble(int64_t v, DType t) {
+  return t == DType::U64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
+}
+
+std::string formatInt(int64_t v, DType t) {
+  return t == DType::U64 ? std::to_string(static_cast<uint64_t>(v)) : std::to_string(v);
 }
 
 double Tensor::getDouble(int64_t i) const {
   switch (dtype()) {
-    case DType::Bool: return load<uint8_t>(i) ? 1.0 : 0.0;
-    case DType::I8: return load<int8_t>(i);
-    case DType::I32: return load<int32_t>(i);
-    case DType::I64: return static_cast<double>(load<int64_t>(i));
     case DType::F16: return halfToFloat(load<uint16_t>(i));
     case DType::BF16: return bfloat16ToFloat(load<uint16_t>(i));
     case DType::F32: return load<float>(i);
     case DType::F64: return load<double>(i);
+    default: return intToDouble(getInt(i), dtype());
   }
-  internalError(__FILE__, __LINE__, "bad dtype");
 }
 
 int64_t Tensor::getInt(int64_t i) const {
   switch (dtype()) {
     case DType::Bool: return load<uint8_t>(i) ? 1 : 0;
     case DType::I8: return load<int8_t>(i);
+    case DType::I16: return load<int16_t>(i);
     case DType::I32: return load<int32_t>(i);
     case DType::I64: return load<int64_t>(i);
+    case DType::U8: return load<uint8_t>(i);
+    case DType::U16: return load<uint16_t>(i);
+    case DType::U32: return load<uint32_t>(i);
+    case DType::U64: return static_cast<int64_t>(load<uint64_t>(i));
     default: return truncateToInt(getDouble(i), DType::I64);
   }
 }
@@ -56,13 +78,11 @@ int64_t Tensor::getInt(int64_t i) const {
 void Tensor::setDouble(int64_t i, double v) {
   switch (dtype()) {
     case DType::Bool: store<uint8_t>(i, v != 0.0 ? 1 : 0); return;
-    case DType::I8: store<int8_t>(i, static_cast<int8_t>(truncateToInt(v, DType::I8))); return;
-    case DType::I32: store<int32_t>(i, static_cast<int32_t>(truncateToInt(v, DType::I32))); return;
-    case DType::I64: store<int64_t>(i, truncateToInt(v, DType::I64)); return;
     case DType::F16: store<uint16_t>(i, floatToHalf(static_cast<float>(v))); return;
     case DType::BF16: store<uint16_t>(i, floatToBFloat16(static_cast<float>(v))); return;
     case DType::F32: store<float>(i, static_cast<float>(v)); return;
     case DType::F64: store<double>(i, v); return;
+    default: setInt(i, truncateToInt(v, dtype())); return;
   }
 }
 
@@ -70,9 +90,14 @@ void Tensor::setInt(int64_t i, int64_t v) {
   switch (dtype()) {
     case DType::Bool: store<uint8_t>(i, v != 0 ? 1 : 0); return;
     case DType::I8: store<int8_t>(i, static_cast<int8_t>(wrapToInt(v, DType::I8))); return;
+    case DType::I16: store<int16_t>(i, static_cast<int16_t>(wrapToInt(v, DType::I16))); return;
     case DType::I32: store<int32_t>(i, static_cast<int32_t>(wrapToInt(v, DType::I32))); return;
     case DType::I64: store<int64_t>(i, v); return;
-    default: setDouble(i, static_cast<double>(v)); return;
+    case DType::U8: store<uint8_t>(i, static_cast<uint8_t>(v)); return;
+    case DType::U16: store<uint16_t>(i, static_cast<uint16_t>(v)); return;
+    case DType::U32: store<uint32_t>(i, static_cast<uint32_t>(v)); return;
+    case DType::U64: store<uint64_t>(i, static_cast<uint64_t>(v)); return;
+    default: setDouble(i, intToDouble(v, DType::I64)); return;
   }
 }
 

@@ -26,14 +26,16 @@ class Tensor {
   const void* data() const { return bytes_.data(); }
   size_t byteSize() const { return bytes_.size(); }
 
-  // Element i (row-major) widened to double, for any dtype (bool -> 0/1; i64 above 2^53 loses bits).
+  // Element i (row-major) widened to double, for any dtype (bool -> 0/1; ints above 2^53 lose bits).
   double getDouble(int64_t i) const;
-  // Element i as an integer: ints exactly, floats truncated toward zero (NaN and out of range give 0).
+  // Element i as an integer: ints exactly (u64 as its bits: values >= 2^63 read negative; see
+  // intToDouble and formatInt), floats truncated toward zero (NaN and out of range give 0).
   int64_t getInt(int64_t i) const;
   bool getBool(int64_t i) const { return getDouble(i) != 0.0; }
   // Stores v, rounding (f16/bf16/f32), truncating toward zero (ints) or testing != 0 (bool).
   void setDouble(int64_t i, double v);
-  // Stores v exactly for i64, wrapping for i8/i32, converting for floats.
+  // Stores v exactly for 64-bit ints (u64 takes the bits), wrapping for narrower ints, converting
+  // for floats.
   void setInt(int64_t i, int64_t v);
 
   // Bitwise equality of type and contents.
@@ -58,10 +60,21 @@ class Tensor {
   std::vector<uint8_t> bytes_;
 };
 
+// The range of an int dtype as doubles: [lo, hi] are exact and every double in it converts
+// without overflow (hi of i64/u64 is the largest double below 2^63/2^64).
+struct IntRange {
+  double lo, hi;
+};
+IntRange intRange(DType t);
 // Converts a double to an integer the way `cast` does: truncation toward zero, 0 for NaN,
 // saturating at the type's range (C++ leaves out-of-range conversions undefined; kiln does not).
+// For u64 the result is the bits of the unsigned value.
 int64_t truncateToInt(double v, DType to);
-// Wraps an integer into the range of a narrower int dtype (two's complement), as `cast` between ints does.
+// Wraps an integer into the range of a narrower int dtype (two's complement for signed types,
+// modulo 2^bits, zero-extended, for unsigned ones), as `cast` between ints does.
 int64_t wrapToInt(int64_t v, DType to);
+// An int element (as getInt returns it) as a double or as decimal text: u64 reads its bits unsigned.
+double intToDouble(int64_t v, DType t);
+std::string formatInt(int64_t v, DType t);
 
 }  // namespace kiln

@@ -13,13 +13,16 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypeInfo[] = {
-    {DType::Bool, "bool", 1}, {DType::I8, "i8", 1},    {DType::I32, "i32", 4}, {DType::I64, "i64", 8},
-    {DType::F16, "f16", 2},   {DType::BF16, "bf16", 2}, {DType::F32, "f32", 4}, {DType::F64, "f64", 8},
+    {DType::Bool, "bool", 1}, {DType::I8, "i8", 1},   {DType::I16, "i16", 2},   {DType::I32, "i32", 4},
+    {DType::I64, "i64", 8},   {DType::U8, "u8", 1},   {DType::U16, "u16", 2},   {DType::U32, "u32", 4},
+    {DType::U64, "u64", 8},   {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::F32, "f32", 4},
+    {DType::F64, "f64", 8},
 };
 }  // namespace
 
 std::string_view dtypeName(DType t) { return kDTypeInfo[static_cast<int>(t)].name; }
 size_t dtypeSize(DType t) { return kDTypeInfo[static_cast<int>(t)].size; }
+int intBits(DType t) { return t == DType::Bool ? 1 : static_cast<int>(dtypeSize(t)) * 8; }
 
 std::optional<DType> parseDType(std::string_view name) {
   for (const auto& info : kDTypeInfo)

@@ -9,17 +9,24 @@
 
 namespace kiln {
 
-enum class DType : uint8_t { Bool, I8, I32, I64, F16, BF16, F32, F64 };
+// Signed ints are two's complement; unsigned ints (u8..u64) compare, divide and convert as
+// unsigned. Every int wraps modulo 2^bits.
+enum class DType : uint8_t { Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
 
-inline constexpr DType kAllDTypes[] = {DType::Bool, DType::I8,   DType::I32, DType::I64,
-                                       DType::F16,  DType::BF16, DType::F32, DType::F64};
+inline constexpr DType kAllDTypes[] = {DType::Bool, DType::I8,  DType::I16, DType::I32, DType::I64,
+                                       DType::U8,   DType::U16, DType::U32, DType::U64, DType::F16,
+                                       DType::BF16, DType::F32, DType::F64};
 
 std::string_view dtypeName(DType t);
 std::optional<DType> parseDType(std::string_view name);
 size_t dtypeSize(DType t);
 inline bool isFloat(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64; }
-inline bool isInt(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64; }
+inline bool isUnsigned(DType t) { return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64; }
+inline bool isSignedInt(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
+inline bool isInt(DType t) { return isSignedInt(t) || isUnsigned(t); }
 inline bool isNum(DType t) { return isFloat(t) || isInt(t); }
+// Bits of an int or bool dtype (bool: 1).
+int intBits(DType t);
 
 // Static dimensions, outermost first. An empty shape is a scalar.
 using Shape = std::vector<int64_t>;

@@ -36,6 +36,9 @@ bool isExpensive(const Op& op) {
     case OpKind::Sin:
     case OpKind::Cos:
     case OpKind::Log1p:
+    case OpKind::Asin:
+    case OpKind::Acos:
+    case OpKind::Atan:
     case OpKind::Silu:
     case OpKind::Gelu:
     case OpKind::Pow:

@@ -13,6 +13,7 @@ std::string_view dtypesWord(DTypeSet set) {
     case DTypeSet::Num: return "num";
     case DTypeSet::Float: return "float";
     case DTypeSet::Int: return "int";
+    case DTypeSet::SignedInt: return "signed int";
     case DTypeSet::Bool: return "bool";
   }
   return "?";

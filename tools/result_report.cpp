@@ -11,7 +11,7 @@ namespace kiln::cli {
 namespace {
 std::string element(const Tensor& t, int64_t i) {
   if (t.dtype() == DType::Bool) return t.getBool(i) ? "true" : "false";
-  if (isInt(t.dtype())) return std::to_string(t.getInt(i));
+  if (isInt(t.dtype())) return formatInt(t.getInt(i), t.dtype());
   return fmt::format("{:.6g}", t.getDouble(i));
 }
 

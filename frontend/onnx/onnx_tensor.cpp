@@ -29,8 +29,13 @@ std::optional<DType> dtypeFromOnnx(int32_t elemType) {
   switch (elemType) {
     case TP::FLOAT: return DType::F32;
     case TP::INT8: return DType::I8;
+    case TP::INT16: return DType::I16;
     case TP::INT32: return DType::I32;
     case TP::INT64: return DType::I64;
+    case TP::UINT8: return DType::U8;
+    case TP::UINT16: return DType::U16;
+    case TP::UINT32: return DType::U32;
+    case TP::UINT64: return DType::U64;
     case TP::BOOL: return DType::Bool;
     case TP::FLOAT16: return DType::F16;
     case TP::DOUBLE: return DType::F64;
@@ -49,7 +54,7 @@ std::string onnxDTypeName(int32_t elemType) {
 Error unsupportedDType(int32_t elemType, const std::string& where, std::vector<OnnxUnsupported>* unsupported) {
   std::string what = "dtype " + onnxDTypeName(elemType);
   if (unsupported) unsupported->push_back({what, {where}});
-  return Error(where + ": kiln has no " + what + " yet (it has bool, i8, i32, i64, f16, bf16, f32, f64)");
+  return Error(where + ": kiln has no " + what + " yet (it has bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)");
 }
 
 Expected<Tensor> tensorFromProto(const TP& p, const std::string& where, std::vector<OnnxUnsupported>* unsupported) {
@@ -88,8 +93,16 @@ Expected<Tensor> tensorFromProto(const TP& p, const std::string& where, std::vec
     case DType::F32: s = copyTyped(p.float_data(), n, "float_data", where, [&](int64_t i, float v) { t.setDouble(i, v); }); break;
     case DType::F64: s = copyTyped(p.double_data(), n, "double_data", where, [&](int64_t i, double v) { t.setDouble(i, v); }); break;
     case DType::I64: s = copyTyped(p.int64_data(), n, "int64_data", where, [&](int64_t i, int64_t v) { t.setInt(i, v); }); break;
+    case DType::U32:
+    case DType::U64:
+      s = copyTyped(p.uint64_data(), n, "uint64_data", where,
+                    [&](int64_t i, uint64_t v) { t.setInt(i, static_cast<int64_t>(v)); });
+      break;
     case DType::I8:
+    case DType::I16:
     case DType::I32:
+    case DType::U8:
+    case DType::U16:
     case DType::Bool:
       s = copyTyped(p.int32_data(), n, "int32_data", where, [&](int64_t i, int32_t v) { t.setInt(i, v); });
       break;

@@ -1,5 +1,5 @@
 // Elementwise ONNX ops: math (with exact decompositions of Tan, Sinh, Round, Mod, ...), comparisons,
-// logic, Where, and the variadic Sum/Mean/Max/Min. ONNX broadcasts as NumPy, as kiln does; opsets
+// logic, BitShift, Where, and the variadic Sum/Mean/Max/Min. ONNX broadcasts as NumPy, as kiln does; opsets
 // before 7 broadcast only with `broadcast = 1`, aligning B at `axis`.
 #include <cmath>
 
@@ -204,6 +204,17 @@ Status mod(NodeContext& c) {
   return c.result(c.op(OpKind::Select, {fix, c.op(OpKind::Add, {r, b}), r}));
 }
 
+// BitShift (unsigned ints in ONNX): kiln's shifts, which follow NumPy as ONNX's reference does.
+Status bitShift(NodeContext& c) {
+  auto ab = twoInputs(c);
+  if (!ab) return ab.error();
+  std::string direction = c.stringAttr("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return c.error("direction must be \"LEFT\" or \"RIGHT\", got \"" + direction + "\"");
+  OpKind kind = direction == "LEFT" ? OpKind::ShiftLeft : OpKind::ShiftRight;
+  return c.result(c.op(kind, {ab->first, ab->second}));
+}
+
 Status where(NodeContext& c) {
   auto cond = c.input(0);
   if (!cond) return cond.error();
@@ -228,6 +239,9 @@ void addElementwiseConverters(ConverterTable& t) {
   t["Erf"] = unary<OpKind::Erf>;
   t["Sin"] = unary<OpKind::Sin>;
   t["Cos"] = unary<OpKind::Cos>;
+  t["Asin"] = unary<OpKind::Asin>;
+  t["Acos"] = unary<OpKind::Acos>;
+  t["Atan"] = unary<OpKind::Atan>;
   t["Floor"] = unary<OpKind::Floor>;
   t["Ceil"] = unary<OpKind::Ceil>;
   t["Not"] = unary<OpKind::Not>;
@@ -247,6 +261,7 @@ void addElementwiseConverters(ConverterTable& t) {
   t["Div"] = binary<OpKind::Div>;
   t["Pow"] = pow;
   t["Mod"] = mod;
+  t["BitShift"] = bitShift;
   t["And"] = binary<OpKind::And>;
   t["Or"] = binary<OpKind::Or>;
   t["Xor"] = binary<OpKind::Xor>;

@@ -43,6 +43,9 @@ T unaryFloat(OpKind kind, T x, bool tanhGelu) {
       if (std::isnan(x)) return x;
       return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
     case OpKind::Log1p: return std::log1p(x);
+    case OpKind::Asin: return std::asin(x);
+    case OpKind::Acos: return std::acos(x);
+    case OpKind::Atan: return std::atan(x);
     case OpKind::Relu: return std::isnan(x) || x > T(0) ? x : T(0);  // max(x, 0), NaN propagated
     case OpKind::Silu: return x * sigmoid(x);
     case OpKind::Gelu:
@@ -94,18 +97,36 @@ int64_t intPow(int64_t base, int64_t exponent) {
   return result;
 }
 
-// Integer arithmetic, modulo 2^64; division by zero was rejected by the caller.
-int64_t binaryInt(OpKind kind, int64_t a, int64_t b) {
+// Unsigned power by repeated squaring, modulo 2^64.
+uint64_t uintPow(uint64_t base, uint64_t exponent) {
+  uint64_t result = 1;
+  for (; exponent > 0; exponent >>= 1, base *= base)
+    if (exponent & 1) result *= base;
+  return result;
+}
+
+// Integer arithmetic, modulo 2^64; division by zero was rejected by the caller. Unsigned dtypes
+// (whose elements getInt zero-extends, u64 as its bits) divide, compare and raise as uint64.
+int64_t binaryInt(OpKind kind, int64_t a, int64_t b, bool isUnsigned) {
+  auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   switch (kind) {
     case OpKind::Add: return wrappingAdd(a, b);
     case OpKind::Sub: return wrappingSub(a, b);
     case OpKind::Mul: return wrappingMul(a, b);
     case OpKind::Div:  // truncates toward zero; INT64_MIN / -1 wraps to INT64_MIN
+      if (isUnsigned) return static_cast<int64_t>(ua / ub);
       if (b == -1) return wrappingSub(0, a);
       return a / b;
-    case OpKind::Max: return a < b ? b : a;
-    case OpKind::Min: return b < a ? b : a;
-    case OpKind::Pow: return intPow(a, b);
+    case OpKind::Max: return (isUnsigned ? ua < ub : a < b) ? b : a;
+    case OpKind::Min: return (isUnsigned ? ub < ua : b < a) ? b : a;
+    case OpKind::Pow: return isUnsigned ? static_cast<int64_t>(uintPow(ua, ub)) : intPow(a, b);
+    // Shifts as NumPy's: the amount is read unsigned, and one of the dtype's width or more shifts
+    // every bit out (0, or -1 for a negative signed int shifted right). Shifting the widened
+    // value and wrapping to the dtype on store gives exactly that for every width.
+    case OpKind::ShiftLeft: return ub < 64 ? static_cast<int64_t>(ua << ub) : 0;
+    case OpKind::ShiftRight:  // logical for unsigned dtypes, arithmetic for signed ones
+      if (isUnsigned) return ub < 64 ? static_cast<int64_t>(ua >> ub) : 0;
+      return ub < 64 ? a >> ub : (a < 0 ? -1 : 0);
     default: break;
   }
   internalError(__FILE__, __LINE__, "not a binary int op: " + std::string(opInfo(kind).name));
@@ -149,10 +170,10 @@ Tensor unary(const Op& op, const Tensor& x) {
   DType t = x.dtype();
   if (kind == OpKind::Not) {
     for (int64_t i = 0; i < n; ++i) out.setInt(i, x.getBool(i) ? 0 : 1);
-  } else if (isInt(t)) {  // only neg and abs accept ints
+  } else if (isInt(t)) {  // only neg and abs accept ints; abs of an unsigned int is itself
     for (int64_t i = 0; i < n; ++i) {
       int64_t v = x.getInt(i);
-      bool negate = kind == OpKind::Neg || (kind == OpKind::Abs && v < 0);
+      bool negate = kind == OpKind::Neg || (kind == OpKind::Abs && v < 0 && !isUnsigned(t));
       out.setInt(i, negate ? wrappingSub(0, v) : v);  // -INT_MIN wraps to INT_MIN
     }
   } else {
@@ -179,8 +200,9 @@ Expected<Tensor> binary(const Op& op, const Tensor& a, const Tensor& b) {
   }
   if (isComparison(kind)) {
     for (int64_t i = 0; i < n; ++i) {
-      bool r = isInt(t) ? compare(kind, a.getInt(ia[i]), b.getInt(ib[i]))
-                        : compare(kind, a.getDouble(ia[i]), b.getDouble(ib[i]));  // exact for every float dtype
+      bool r = isUnsigned(t) ? compare(kind, static_cast<uint64_t>(a.getInt(ia[i])), static_cast<uint64_t>(b.getInt(ib[i])))
+               : isInt(t)      ? compare(kind, a.getInt(ia[i]), b.getInt(ib[i]))
+                               : compare(kind, a.getDouble(ia[i]), b.getDouble(ib[i]));  // exact for every float dtype
       out.setInt(i, r);
     }
     return out;
@@ -189,9 +211,9 @@ Expected<Tensor> binary(const Op& op, const Tensor& a, const Tensor& b) {
     for (int64_t i = 0; i < n; ++i) {
       int64_t x = a.getInt(ia[i]), y = b.getInt(ib[i]);
       if (kind == OpKind::Div && y == 0) return Error("integer division by zero");
-      if (kind == OpKind::Pow && x == 0 && y < 0)
+      if (kind == OpKind::Pow && x == 0 && y < 0 && !isUnsigned(t))
         return Error("0 raised to the negative integer power " + std::to_string(y));
-      out.setInt(i, binaryInt(kind, x, y));
+      out.setInt(i, binaryInt(kind, x, y, isUnsigned(t)));
     }
     return out;
   }
@@ -218,6 +240,13 @@ Tensor select(const Op& op, const Tensor& cond, const Tensor& a, const Tensor& b
   return out;
 }
 
+// An int element converted with one rounding: to double for f64, else to float (f16/bf16 then
+// round again on store, as the f32 compute of narrow floats does).
+static double intToFloat(int64_t v, DType from, DType to) {
+  if (to == DType::F64) return intToDouble(v, from);
+  return from == DType::U64 ? static_cast<float>(static_cast<uint64_t>(v)) : static_cast<float>(v);
+}
+
 // float -> int truncates toward zero (NaN gives 0, out of range saturates); int -> int wraps;
 // bool -> num gives 0/1; num -> bool tests != 0 (NaN is true, as in NumPy); int -> f16/bf16/f32
 // converts through float, like the f32 compute of narrow floats.
@@ -226,8 +255,7 @@ Tensor cast(const Op& op, const Tensor& x) {
   DType from = x.dtype(), to = out.dtype();
   for (int64_t i = 0; i < x.numElements(); ++i) {
     if (isFloat(from) && isInt(to)) out.setInt(i, truncateToInt(x.getDouble(i), to));
-    else if (!isFloat(from) && isFloat(to) && to != DType::F64)
-      out.setDouble(i, static_cast<float>(x.getInt(i)));
+    else if (!isFloat(from) && isFloat(to)) out.setDouble(i, intToFloat(x.getInt(i), from, to));
     else if (!isFloat(from)) out.setInt(i, x.getInt(i));  // int or bool source: exact, wraps into ints
     else out.setDouble(i, x.getDouble(i));                // float -> float or bool
   }

@@ -51,6 +51,9 @@ Expected<Tensor> runKernel(const Op& op, const std::vector<const Tensor*>& in) {
     case OpKind::Ceil:
     case OpKind::Sign:
     case OpKind::Log1p:
+    case OpKind::Asin:
+    case OpKind::Acos:
+    case OpKind::Atan:
     case OpKind::Relu:
     case OpKind::Silu:
     case OpKind::Gelu:
@@ -62,6 +65,8 @@ Expected<Tensor> runKernel(const Op& op, const std::vector<const Tensor*>& in) {
     case OpKind::Max:
     case OpKind::Min:
     case OpKind::Pow:
+    case OpKind::ShiftLeft:
+    case OpKind::ShiftRight:
     case OpKind::Eq:
     case OpKind::Ne:
     case OpKind::Lt:

@@ -94,6 +94,13 @@ inline void copyElement(Tensor& dst, int64_t di, const Tensor& src, int64_t si) 
               static_cast<const uint8_t*>(src.data()) + static_cast<size_t>(si) * size, size);
 }
 
+// A signed int whose order is the int element's order: the element for signed dtypes; for
+// unsigned ones (read zero-extended, u64 as its bits) the bits with the top bit flipped. Its
+// own inverse.
+inline int64_t orderKey(int64_t v, bool isUnsigned) {
+  return isUnsigned ? static_cast<int64_t>(static_cast<uint64_t>(v) ^ (uint64_t{1} << 63)) : v;
+}
+
 // Two's-complement arithmetic without undefined behaviour (C++20 defines the uint64 -> int64 wrap).
 inline int64_t wrappingAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));

@@ -53,6 +53,8 @@ Expected<Tensor> reduce(const Op& op, const Tensor& x) {
   size_t m = static_cast<size_t>(out.numElements());
 
   if (isInt(x.dtype())) {
+    // max and min compare order keys (orderKey), which are the values themselves for signed ints.
+    bool isUnsignedInt = isUnsigned(x.dtype());
     int64_t identity = kind == OpKind::ReduceProd  ? 1
                        : kind == OpKind::ReduceMax ? std::numeric_limits<int64_t>::min()
                        : kind == OpKind::ReduceMin ? std::numeric_limits<int64_t>::max()
@@ -62,15 +64,18 @@ Expected<Tensor> reduce(const Op& op, const Tensor& x) {
       int64_t v = x.getInt(i);
       int64_t& a = acc[static_cast<size_t>(target[i])];
       switch (kind) {
-        case OpKind::ReduceMax: a = std::max(a, v); break;
-        case OpKind::ReduceMin: a = std::min(a, v); break;
+        case OpKind::ReduceMax: a = std::max(a, orderKey(v, isUnsignedInt)); break;
+        case OpKind::ReduceMin: a = std::min(a, orderKey(v, isUnsignedInt)); break;
         case OpKind::ReduceProd: a = wrappingMul(a, v); break;
         default: a = wrappingAdd(a, v); break;  // sum, mean
       }
     }
     for (size_t j = 0; j < m; ++j) {
       // count > 0 here: an empty int mean was rejected above. Dividing by a positive count is safe.
-      int64_t v = kind == OpKind::ReduceMean ? acc[j] / count : acc[j];
+      int64_t v = acc[j];
+      if (isMaxMin) v = orderKey(v, isUnsignedInt);  // the key back to the value
+      else if (kind == OpKind::ReduceMean)
+        v = isUnsignedInt ? static_cast<int64_t>(static_cast<uint64_t>(v) / static_cast<uint64_t>(count)) : v / count;
       out.setInt(static_cast<int64_t>(j), v);
     }
     return out;
@@ -110,7 +115,8 @@ Tensor argReduce(const Op& op, const Tensor& x) {
       for (int64_t k = 1; k < s.n; ++k) {
         bool better;
         if (ints) {
-          int64_t v = x.getInt(at(k)), b = x.getInt(at(best));
+          bool isUnsignedInt = isUnsigned(x.dtype());
+          int64_t v = orderKey(x.getInt(at(k)), isUnsignedInt), b = orderKey(x.getInt(at(best)), isUnsignedInt);
           better = isMax ? v > b : v < b;
         } else {
           double v = x.getDouble(at(k)), b = x.getDouble(at(best));

@@ -38,8 +38,13 @@ MPI_Datatype mpiType(DType t) {
   switch (t) {
     case DType::Bool:
     case DType::I8: return MPI_INT8_T;
+    case DType::I16: return MPI_INT16_T;
     case DType::I32: return MPI_INT32_T;
     case DType::I64: return MPI_INT64_T;
+    case DType::U8: return MPI_UINT8_T;
+    case DType::U16: return MPI_UINT16_T;
+    case DType::U32: return MPI_UINT32_T;
+    case DType::U64: return MPI_UINT64_T;
     case DType::F16:
     case DType::BF16:
     case DType::F32: return MPI_FLOAT;
@@ -130,8 +135,13 @@ class MpiWorld final : public Communicator {
     };
     switch (dtype) {
       case DType::I8: return divide(static_cast<int8_t*>(data));
+      case DType::I16: return divide(static_cast<int16_t*>(data));
       case DType::I32: return divide(static_cast<int32_t*>(data));
       case DType::I64: return divide(static_cast<int64_t*>(data));
+      case DType::U8: return divide(static_cast<uint8_t*>(data));
+      case DType::U16: return divide(static_cast<uint16_t*>(data));
+      case DType::U32: return divide(static_cast<uint32_t*>(data));
+      case DType::U64: return divide(static_cast<uint64_t*>(data));
       case DType::F32: return divide(static_cast<float*>(data));
       case DType::F64: return divide(static_cast<double*>(data));
       default: return;  // bool: a mean is meaningless, the sum (logical or) stands

@@ -48,18 +48,23 @@ Expected<const NcclApi*> ncclLibrary() {
   return &l.api;
 }
 
-ncclDataType_t ncclType(DType dtype) {
+std::optional<ncclDataType_t> ncclType(DType dtype) {
   switch (dtype) {
     case DType::Bool:
     case DType::I8: return ncclInt8;
+    case DType::I16:
+    case DType::U16: return std::nullopt;  // NCCL has no 16-bit integers
     case DType::I32: return ncclInt32;
     case DType::I64: return ncclInt64;
+    case DType::U8: return ncclUint8;
+    case DType::U32: return ncclUint32;
+    case DType::U64: return ncclUint64;
     case DType::F16: return ncclFloat16;
     case DType::BF16: return ncclBfloat16;
     case DType::F32: return ncclFloat32;
     case DType::F64: return ncclFloat64;
   }
-  return ncclInt8;
+  return std::nullopt;
 }
 
 Expected<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create(collectives::Communicator& host,
@@ -98,7 +103,11 @@ Status NcclCommunicator::allReduce(CUdeviceptr data, int64_t count, DType dtype,
   auto* p = reinterpret_cast<void*>(data);
   ncclRedOp_t op = kind == collectives::ReduceKind::Mean ? ncclAvg : ncclSum;
   if (dtype == DType::Bool) op = ncclMax;  // logical or of 0/1 bytes
-  return check(api_.ncclAllReduce(p, p, static_cast<size_t>(count), ncclType(dtype), op, comm_,
+  std::optional<ncclDataType_t> type = ncclType(dtype);
+  if (!type)
+    return Error(fmt::format("rank {}: all_reduce of {}: NCCL has no {} type; cast to i32 first", rank_, what,
+                             dtypeName(dtype)));
+  return check(api_.ncclAllReduce(p, p, static_cast<size_t>(count), *type, op, comm_,
                                   reinterpret_cast<cudaStream_t>(stream)),
                "ncclAllReduce", what);
 }

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ir/status.h"
@@ -65,7 +66,7 @@ class NcclCommunicator {
   bool aborted_ = false;
 };
 
-// NCCL's data type for a kiln dtype (every dtype has one).
-ncclDataType_t ncclType(DType dtype);
+// NCCL's data type for a kiln dtype; none for i16 and u16.
+std::optional<ncclDataType_t> ncclType(DType dtype);
 
 }  // namespace kiln::cuda

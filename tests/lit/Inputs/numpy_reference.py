@@ -333,6 +333,21 @@ def op_int(rng):
     return dict(a=a, b=b, x=x), [quotient, truncated]
 
 
+@model("op_unsigned")
+def op_unsigned(rng):
+    # Values above the signed range, where unsigned semantics differ; shift amounts past the width.
+    a = np.array([200, 255, 7, 128, 0, 1, 99, 250], np.uint8)
+    b = np.array([3, 16, 200, 2, 1, 9, 8, 250], np.uint8)
+    u = np.array([2**64 - 1, 2**63, 5, 1], np.uint64)
+    v = np.array([2, 3, 2**63, 64], np.uint64)
+    s = np.array([-32768, -5, 32767, 1], np.int16)
+    k = np.array([1, 15, 2, 16], np.int16)
+    x = f32([-0.9, 0.5, 0.0, 1.0])
+    return dict(a=a, b=b, u=u, v=v, s=s, k=k, x=x), [
+        a // b, np.maximum(a, b), a < b, np.left_shift(a, b), u // v, np.right_shift(u, v),
+        np.right_shift(s, k), u.astype(np.float32), np.arcsin(f64(x)), np.arccos(f64(x)), np.arctan(f64(x))]
+
+
 @model("op_reduce")
 def op_reduce(rng):
     x = f32(rng.normal(size=(3, 4, 5)))
@@ -379,8 +394,8 @@ def make(name, folder):
 
 
 def describe(a):
-    short = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int32": "i32", "int64": "i64",
-             "bool": "bool"}
+    short = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
+             "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "bool"}
     return f"{short.get(a.dtype.name, a.dtype.name)}[{','.join(str(d) for d in a.shape)}]"
 
 

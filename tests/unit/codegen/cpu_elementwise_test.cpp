@@ -6,8 +6,8 @@ namespace kiln::test {
 namespace {
 
 const char* kFloatTypes[] = {"f16", "bf16", "f32", "f64"};
-const char* kIntTypes[] = {"i8", "i32", "i64"};
-const char* kNumTypes[] = {"i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+const char* kIntTypes[] = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"};
+const char* kNumTypes[] = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"};
 
 void check(const std::string& params, const std::string& line, DiffOptions o = {}) {
   SCOPED_TRACE(line + "   with " + params);
@@ -21,7 +21,7 @@ void check(const std::string& params, const std::string& line, DiffOptions o = {
 
 TEST(CpuElementwise, FloatUnary) {
   for (const char* op : {"exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "sin", "cos", "floor",
-                         "ceil", "sign", "log1p", "relu", "silu", "neg", "abs"})
+                         "ceil", "sign", "log1p", "asin", "acos", "atan", "relu", "silu", "neg", "abs"})
     for (const char* t : kFloatTypes)
       for (bool specials : {false, true})
         check(std::string("%x: ") + t + "[3,37]", std::string(op) + " %x", {mathTolerance(), 1, specials});
@@ -63,7 +63,7 @@ TEST(CpuElementwise, ComparisonsAndLogic) {
 }
 
 TEST(CpuElementwise, CastsBetweenAllDtypes) {
-  const char* all[] = {"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+  const char* all[] = {"bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"};
   for (const char* from : all)
     for (const char* to : all) check(std::string("%x: ") + from + "[41]", std::string("cast %x {to = ") + to + "}", {{}, 1, true});
   // Out-of-range floats saturate, NaN gives 0, ints wrap.
@@ -74,6 +74,13 @@ TEST(CpuElementwise, CastsBetweenAllDtypes) {
       "  %i = constant [300, -129, 128] : i64[3]\n  %c = cast %i {to = i8}\n"
       "  return %a, %b, %c\n}\n");
   expectSameAsInterpreter(*m->entry());
+}
+
+TEST(CpuElementwise, Shifts) {
+  for (const char* op : {"shift_left", "shift_right"})
+    for (const char* t : kIntTypes)
+      // Amounts in [0, 70) cover in-range shifts and shifts past every width.
+      check(std::string("%a: ") + t + "[3,5], %b: " + t + "[5]", std::string(op) + " %a, %b", {{}, 1, false, 70});
 }
 
 TEST(CpuElementwise, ConstantsAndIota) {
@@ -89,6 +96,14 @@ TEST(CpuElementwise, ConstantsAndIota) {
       "  %h = iota {axis = 0} : f32[2,3]\n"
       "  return %a, %b, %c, %d, %e, %f, %g, %h\n}\n");
   expectSameAsInterpreter(*m->entry());
+  auto u = parseOrFail(
+      "func @main() -> (u64[3], u8[3], i16[2], u32[4]) {\n"
+      "  %a = constant [18446744073709551615, 9223372036854775808, 1] : u64[3]\n"
+      "  %b = constant [255, 128, 0] : u8[3]\n"
+      "  %c = constant [-32768, 32767] : i16[2]\n"
+      "  %d = iota {axis = 0} : u32[4]\n"
+      "  return %a, %b, %c, %d\n}\n");
+  expectSameAsInterpreter(*u->entry());
 }
 
 }  // namespace

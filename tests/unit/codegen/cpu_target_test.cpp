@@ -82,7 +82,8 @@ TEST(CpuTarget, MathMatchesLibm) {
   const Case cases[] = {{MathFn::Exp, std::exp},     {MathFn::Log, std::log},   {MathFn::Log1p, std::log1p},
                         {MathFn::Sqrt, std::sqrt},   {MathFn::Tanh, std::tanh}, {MathFn::Erf, std::erf},
                         {MathFn::Sin, std::sin},     {MathFn::Cos, std::cos},   {MathFn::Floor, std::floor},
-                        {MathFn::Ceil, std::ceil},   {MathFn::Fabs, std::fabs}};
+                        {MathFn::Ceil, std::ceil},   {MathFn::Fabs, std::fabs}, {MathFn::Asin, std::asin},
+                        {MathFn::Acos, std::acos},   {MathFn::Atan, std::atan}};
   for (const Case& c : cases) {
     UnaryKernel k = buildUnary([&](llvm::IRBuilder<>& b, CpuTarget& t, llvm::Value* x) { return t.emitMath(b, c.fn, {x}); });
     std::vector<float> in = {0.5f, 1.0f, 2.5f, -0.25f, 0.0f, 10.0f, NAN, INFINITY};

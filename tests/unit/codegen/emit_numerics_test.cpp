@@ -152,6 +152,40 @@ TEST(EmitNumerics, IntegerEdgeValues) {
   expectExactOn("%a: i8[4]", "reduce_mean %a", {ints(DType::I8, {100, 100, 100, -1})});  // the sum is not wrapped to i8
 }
 
+// Unsigned values above the signed range, where an op that compared, divided, extended or
+// converted as signed would differ; and shifts by amounts past the width.
+TEST(EmitNumerics, UnsignedEdgeValues) {
+  const int64_t u64Max = -1, u64Top = INT64_MIN;  // the bits of 2^64 - 1 and 2^63
+  for (const char* op : {"div", "max", "min", "lt", "ge", "pow"}) {
+    expectExactOn("%a: u8[4], %b: u8[4]", std::string(op) + " %a, %b",
+                  {ints(DType::U8, {200, 255, 7, 128}), ints(DType::U8, {3, 16, 200, 2})});
+    expectExactOn("%a: u64[3], %b: u64[3]", std::string(op) + " %a, %b",
+                  {ints(DType::U64, {u64Max, u64Top, 5}), ints(DType::U64, {2, 3, u64Top})});
+  }
+  for (const char* op : {"reduce_max", "reduce_min", "reduce_mean", "argmax", "argmin", "abs", "neg"}) {
+    expectExactOn("%a: u32[4]", std::string(op) + " %a", {ints(DType::U32, {4000000000, 1, 3000000000, 7})});
+    expectExactOn("%a: u64[3]", std::string(op) + " %a", {ints(DType::U64, {5, u64Max, u64Top})});
+  }
+  expectExactOn("%a: u64[3], %b: u64[3]", "matmul %a, %b", {ints(DType::U64, {u64Max, 2, 3}), ints(DType::U64, {u64Max, u64Top, 1})});
+  for (const char* to : {"f32", "f64", "f16", "i8", "i64", "u16", "bool"}) {
+    expectExactOn("%a: u64[3]", std::string("cast %a {to = ") + to + "}", {ints(DType::U64, {u64Max, u64Top, 300})});
+    expectExactOn("%a: u8[3]", std::string("cast %a {to = ") + to + "}", {ints(DType::U8, {255, 128, 3})});
+  }
+  std::vector<double> edges = {-3.5, 255.9, 256, 1e30, NAN, 65535.5, 4.3e9, 1.9e19, -0.0};
+  for (const char* to : {"u8", "u16", "u32", "u64", "i16"})
+    expectExactOn("%a: f64[9]", std::string("cast %a {to = ") + to + "}", {floats(DType::F64, edges)});
+  for (const char* op : {"shift_left", "shift_right"}) {
+    expectExactOn("%a: u8[6], %b: u8[6]", std::string(op) + " %a, %b",
+                  {ints(DType::U8, {1, 255, 16, 1, 128, 3}), ints(DType::U8, {7, 1, 3, 8, 7, 200})});
+    expectExactOn("%a: i8[5], %b: i8[5]", std::string(op) + " %a, %b",
+                  {ints(DType::I8, {-128, -5, 64, -1, 7}), ints(DType::I8, {1, 8, 1, -1, 0})});
+    expectExactOn("%a: u64[3], %b: u64[3]", std::string(op) + " %a, %b",
+                  {ints(DType::U64, {u64Max, 1, u64Top}), ints(DType::U64, {63, 64, u64Max})});
+    expectExactOn("%a: i64[3], %b: i64[3]", std::string(op) + " %a, %b",
+                  {ints(DType::I64, {-7, INT64_MIN, 1}), ints(DType::I64, {63, 64, -1})});
+  }
+}
+
 TEST(EmitNumerics, SaturatingCastsAndSpecialFloats) {
   std::vector<double> edges = {3e9, -3e9, 1e20, -1e20, 2.9, -2.9, NAN, 9.3e18, -0.0, 127.5, -128.5, INFINITY};
   for (DType from : {DType::F32, DType::F64})

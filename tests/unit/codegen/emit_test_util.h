@@ -28,7 +28,8 @@ class TestTarget : public TargetHooks {
     llvm::Type* type = args[0]->getType();
     EXPECT_TRUE(type->isFloatTy() || type->isDoubleTy()) << "emitMath takes f32 or f64 only";
     for (llvm::Value* a : args) EXPECT_EQ(a->getType(), type) << "emitMath arguments differ in type";
-    static const char* names[] = {"exp", "log", "log1p", "sqrt", "tanh", "erf", "sin", "cos", "pow", "floor", "ceil", "fabs"};
+    static const char* names[] = {"exp",  "log",  "log1p", "sqrt", "tanh",  "erf",  "sin", "cos",
+                                  "asin", "acos", "atan",  "pow",  "floor", "ceil", "fabs"};
     std::string name = std::string(names[static_cast<int>(fn)]) + (type->isFloatTy() ? "f" : "");
     std::vector<llvm::Type*> params(args.size(), type);
     llvm::Module* m = b.GetInsertBlock()->getModule();

@@ -41,7 +41,7 @@ void expectValid(const std::string& source, const std::string& kernelName) {
 }
 
 const std::vector<std::string> kFloats = {"f16", "bf16", "f32", "f64"};
-const std::vector<std::string> kInts = {"i8", "i32", "i64"};
+const std::vector<std::string> kInts = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"};
 
 std::vector<std::string> numTypes() {
   std::vector<std::string> all = kInts;
@@ -73,7 +73,7 @@ void expectAllValid(const Cases& cases) {
 Cases unaryCases() {
   CaseList check;
   for (const char* op : {"exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "sin", "cos", "floor",
-                         "ceil", "sign", "log1p", "relu", "silu", "gelu"})
+                         "ceil", "sign", "log1p", "asin", "acos", "atan", "relu", "silu", "gelu"})
     for (const auto& t : kFloats) check(op, {t + "[3,5]"});
   for (const auto& t : kFloats) check("gelu", {t + "[7]"}, "approximate = \"tanh\"");
   for (const char* op : {"neg", "abs"})
@@ -91,6 +91,8 @@ Cases binaryCases() {
       check(op, {t + "[]", t + "[5]"});
     }
   for (const char* op : {"and", "or", "xor"}) check(op, {"bool[2,3]", "bool[2,1]"});
+  for (const char* op : {"shift_left", "shift_right"})
+    for (const auto& t : kInts) check(op, {t + "[4,3]", t + "[3]"});
   return check.cases;
 }
 

@@ -36,22 +36,26 @@ std::string binary(const std::string& op, const std::string& dtype, const std::s
 std::vector<OpCase> opCases() {
   std::vector<OpCase> cases;
   for (const char* op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "sin",
-                         "cos", "floor", "ceil", "sign", "log1p", "relu", "silu", "gelu"})
+                         "cos", "floor", "ceil", "sign", "log1p", "asin", "acos", "atan", "relu", "silu", "gelu"})
     for (const char* dtype : {"f32", "f64", "f16", "bf16"}) cases.push_back({op, unary(op, dtype)});
   cases.push_back({"gelu", unary("gelu", "f32", " {approximate = \"tanh\"}")});
   for (const char* op : {"neg", "abs"})
-    for (const char* dtype : {"i8", "i32", "i64"}) cases.push_back({op, unary(op, dtype)});
+    for (const char* dtype : {"i8", "i16", "i32", "i64", "u8", "u64"}) cases.push_back({op, unary(op, dtype)});
   cases.push_back({"not", unary("not", "bool")});
   for (const char* op : {"add", "sub", "mul", "div", "max", "min", "pow"})
-    for (const char* dtype : {"f32", "f64", "f16", "bf16", "i8", "i32", "i64"})
+    for (const char* dtype : {"f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"})
+      cases.push_back({op, binary(op, dtype, dtype)});
+  for (const char* op : {"shift_left", "shift_right"})
+    for (const char* dtype : {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"})
       cases.push_back({op, binary(op, dtype, dtype)});
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"})
-    for (const char* dtype : {"f32", "f16", "i32", "i64"}) cases.push_back({op, binary(op, dtype, "bool")});
+    for (const char* dtype : {"f32", "f16", "i32", "i64", "u8", "u64"}) cases.push_back({op, binary(op, dtype, "bool")});
   for (const char* op : {"and", "or", "xor"}) cases.push_back({op, binary(op, "bool", "bool")});
   cases.push_back({"select", "func @main(%c: bool[4,8], %a: f32[4,8], %b: f32[8]) -> f32[4,8] {\n"
                              "  %y = select %c, %a, %b\n  return %y\n}\n"});
   for (auto [from, to] : std::vector<std::pair<const char*, const char*>>{
-           {"f32", "i32"}, {"i64", "f16"}, {"bool", "f32"}, {"f32", "bf16"}, {"f64", "i8"}, {"i32", "bool"}})
+           {"f32", "i32"}, {"i64", "f16"}, {"bool", "f32"}, {"f32", "bf16"}, {"f64", "i8"}, {"i32", "bool"},
+           {"u64", "f32"}, {"f64", "u64"}, {"f32", "u8"}, {"u8", "i64"}, {"i16", "u32"}})
     cases.push_back({"cast", "func @main(%x: " + std::string(from) + "[4,8]) -> " + to + "[4,8] {\n  %y = cast %x {to = " +
                                  to + "}\n  return %y\n}\n"});
   cases.push_back({"constant", "func @main() -> f32[4,8] {\n  %c = constant 1.5 : f32[4,8]\n  return %c\n}\n"});
@@ -61,6 +65,7 @@ std::vector<OpCase> opCases() {
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
     cases.push_back({op, "func @main(%x: f32[4,8]) -> f32[4] {\n  %y = " + std::string(op) + " %x {axes = [1]}\n  return %y\n}\n"});
     cases.push_back({op, "func @main(%x: i32[4,8]) -> i32[] {\n  %y = " + std::string(op) + " %x\n  return %y\n}\n"});
+    cases.push_back({op, "func @main(%x: u32[4,8]) -> u32[4] {\n  %y = " + std::string(op) + " %x {axes = [1]}\n  return %y\n}\n"});
     cases.push_back({op, "func @main(%x: f16[4,8,2]) -> f16[1,8,1] {\n  %y = " + std::string(op) +
                              " %x {axes = [0, -1], keepdims = true}\n  return %y\n}\n"});
   }

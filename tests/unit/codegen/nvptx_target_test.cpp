@@ -47,8 +47,9 @@ int flushingInstructions(const std::string& ptx) {
   return count;
 }
 
-const MathFn kAllMath[] = {MathFn::Exp, MathFn::Log,  MathFn::Log1p, MathFn::Sqrt,  MathFn::Tanh, MathFn::Erf,
-                           MathFn::Sin, MathFn::Cos,  MathFn::Pow,   MathFn::Floor, MathFn::Ceil, MathFn::Fabs};
+const MathFn kAllMath[] = {MathFn::Exp,  MathFn::Log,  MathFn::Log1p, MathFn::Sqrt,  MathFn::Tanh,
+                           MathFn::Erf,  MathFn::Sin,  MathFn::Cos,   MathFn::Asin,  MathFn::Acos,
+                           MathFn::Atan, MathFn::Pow,  MathFn::Floor, MathFn::Ceil,  MathFn::Fabs};
 
 TEST(NvptxTarget, KernelIsAnEntryWithTheGridStrideLoop) {
   auto ptx = mathPtx(MathFn::Exp, false);

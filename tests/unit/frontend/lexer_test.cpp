@@ -47,7 +47,11 @@ TEST(Lexer, Integers) {
   EXPECT_EQ(single("007").intValue, 7);
   EXPECT_EQ(single("9223372036854775807").intValue, INT64_MAX);
   EXPECT_EQ(single("-9223372036854775808").intValue, INT64_MIN);
-  for (const char* huge : {"9223372036854775808", "-9223372036854775809", "99999999999999999999999"}) {
+  // Beyond int64 only up to 2^64 - 1, for u64 constants: the parser checks where it is used.
+  EXPECT_TRUE(single("9223372036854775808").beyondInt64);
+  EXPECT_EQ(single("18446744073709551615").intValue, -1);
+  EXPECT_FALSE(single("9223372036854775807").beyondInt64);
+  for (const char* huge : {"18446744073709551616", "-9223372036854775809", "99999999999999999999999"}) {
     Token t = single(huge);
     EXPECT_EQ(t.kind, Tok::Error) << huge;
     EXPECT_EQ(t.value, "integer literal out of range (it must fit in 64 bits)");

@@ -361,7 +361,7 @@ TEST(Parser, LimitsAreErrorsNotCrashes) {
             "t.kiln:2:21: error: broadcast_to: result type f32[16777216,16777217] is too large (the limit is 2^48 elements)");
   // Numbers.
   EXPECT_EQ(parseError("func @f(%x: f32[9223372036854775808]) -> () {\n"),
-            "t.kiln:1:17: error: integer literal out of range (it must fit in 64 bits)");
+            "t.kiln:1:17: error: integer literal out of range (it must fit in int64)");
   // A long name is not compared with every op name.
   std::string longName(100000, 'a');
   EXPECT_EQ(parseError("func @f() -> () {\n  %y = " + longName + "\n"), "t.kiln:2:8: error: unknown op '" + longName + "'");

@@ -62,6 +62,10 @@ CASES = {
     "I64_SCALAR": "np.int64(-7)",
     "F32_BIGDIM_0": "np.zeros((12345678901, 0), np.float32)",
     "F64_RANK30": "np.full((1,) * 30, 2.0)",
+    "I16_3": "np.array([-32768, -1, 32767], np.int16)",
+    "U8_3": "np.array([0, 128, 255], np.uint8)",
+    "U32_2": "np.array([1, 4294967295], np.uint32)",
+    "U64_2": "np.array([1, 18446744073709551615], np.uint64)",
 }
 for name, expr in CASES.items():
     literal(name, f"np.save(f, {expr})", saved(np.asarray(eval(expr))))

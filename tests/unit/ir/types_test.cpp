@@ -19,6 +19,13 @@ TEST(DType, NamesSizesAndClasses) {
   EXPECT_TRUE(isFloat(DType::BF16));
   EXPECT_TRUE(isInt(DType::I8));
   EXPECT_FALSE(isNum(DType::Bool));
+  EXPECT_EQ(dtypeSize(DType::I16), 2u);
+  EXPECT_EQ(dtypeSize(DType::U64), 8u);
+  EXPECT_TRUE(isUnsigned(DType::U16));
+  EXPECT_TRUE(isInt(DType::U32));
+  EXPECT_FALSE(isSignedInt(DType::U8));
+  EXPECT_TRUE(isSignedInt(DType::I16));
+  EXPECT_EQ(intBits(DType::U32), 32);
 }
 
 TEST(TensorType, SpellingAndCounts) {
@@ -88,6 +95,36 @@ TEST(Tensor, ConversionsPerDType) {
   EXPECT_EQ(truncateToInt(-2.9, DType::I32), -2);
   EXPECT_EQ(truncateToInt(1e30, DType::I64), 9223372036854774784);
   EXPECT_EQ(wrapToInt(0x1'0000'0005, DType::I32), 5);
+}
+
+TEST(Tensor, UnsignedAndI16Conversions) {
+  Tensor u8({DType::U8, {3}});
+  u8.setInt(0, -1);      // wraps to 255
+  u8.setDouble(1, -3.5);  // saturates at 0
+  u8.setDouble(2, 300);   // saturates at 255
+  EXPECT_EQ(u8.getInt(0), 255);
+  EXPECT_EQ(u8.getInt(1), 0);
+  EXPECT_EQ(u8.getInt(2), 255);
+  EXPECT_EQ(u8.getDouble(0), 255.0);
+
+  Tensor i16({DType::I16, {2}});
+  i16.setInt(0, 40000);  // wraps
+  i16.setDouble(1, -1e9);
+  EXPECT_EQ(i16.getInt(0), 40000 - 65536);
+  EXPECT_EQ(i16.getInt(1), -32768);
+
+  // u64 keeps all 64 bits: getInt gives the bits, getDouble and formatInt read them unsigned.
+  Tensor u64({DType::U64, {2}});
+  u64.setInt(0, -1);
+  u64.setDouble(1, 1e19);  // above 2^63: exact in double
+  EXPECT_EQ(u64.getInt(0), -1);
+  EXPECT_EQ(u64.getDouble(0), 18446744073709551616.0);
+  EXPECT_EQ(formatInt(u64.getInt(0), DType::U64), "18446744073709551615");
+  EXPECT_EQ(formatInt(u64.getInt(1), DType::U64), "10000000000000000000");
+  // Saturates at the largest double below 2^64.
+  EXPECT_EQ(static_cast<uint64_t>(truncateToInt(1e30, DType::U64)), 18446744073709549568u);
+  EXPECT_EQ(truncateToInt(-5.0, DType::U32), 0);
+  EXPECT_EQ(wrapToInt(-1, DType::U16), 65535);
 }
 
 TEST(Attr, Spelling) {

@@ -17,12 +17,16 @@ TEST(Nccl, LoadsAndReportsItsVersion) {
   EXPECT_NE((*api)->ncclAllReduce, nullptr);
 }
 
-TEST(Nccl, EveryDtypeHasAType) {
+TEST(Nccl, MapsDtypesToNcclTypes) {
   EXPECT_EQ(ncclType(DType::F32), ncclFloat32);
   EXPECT_EQ(ncclType(DType::BF16), ncclBfloat16);
   EXPECT_EQ(ncclType(DType::F16), ncclFloat16);
   EXPECT_EQ(ncclType(DType::I64), ncclInt64);
   EXPECT_EQ(ncclType(DType::Bool), ncclInt8);
+  EXPECT_EQ(ncclType(DType::U8), ncclUint8);
+  EXPECT_EQ(ncclType(DType::U64), ncclUint64);
+  EXPECT_EQ(ncclType(DType::I16), std::nullopt);  // NCCL has no 16-bit ints
+  EXPECT_EQ(ncclType(DType::U16), std::nullopt);
 }
 
 }  // namespace
