@@ -5,6 +5,9 @@
 //    different ranks).
 //  - A dead or stalled rank must not hang the others: collectives are non-blocking calls polled
 //    against a deadline; past it, the rank names itself and the call and aborts the whole job.
+//  - All-reduces of a step run on the communicator's reduction thread while the main thread
+//    computes (reduction_thread.h), so MPI is initialised for calls from several threads, one at a
+//    time (MPI_THREAD_SERIALIZED).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -50,13 +53,15 @@ MPI_Datatype mpiType(DType t) {
 
 class MpiWorld final : public Communicator {
  public:
-  explicit MpiWorld(CommunicatorOptions options) : options_(options) {
+  MpiWorld(CommunicatorOptions options, bool serialized) : options_(options), serialized_(serialized) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  std::chrono::milliseconds timeout() const override { return options_.timeout; }
+  bool allowsOtherThreads() const override { return serialized_; }
 
   Status allReduce(void* data, int64_t count, DType dtype, ReduceKind kind, const std::string& what) override {
     if (count == 0) return {};
@@ -139,6 +144,7 @@ class MpiWorld final : public Communicator {
   }
 
   CommunicatorOptions options_;
+  bool serialized_;
   int rank_ = 0, size_ = 1;
 };
 
@@ -148,8 +154,10 @@ Expected<Communicator*> initMpiWorld(const CommunicatorOptions& options) {
   static std::optional<Error> failure;
   static std::once_flag once;
   std::call_once(once, [&] {
+    // SERIALIZED: the reduction thread makes MPI calls while the main thread runs kernels, never
+    // two threads at once (runs wait for their reductions before the main thread calls MPI again).
     int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) {
       failure = Error("MPI_Init failed: " + mpiErrorText(rc));
       return;
@@ -161,7 +169,7 @@ Expected<Communicator*> initMpiWorld(const CommunicatorOptions& options) {
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
     });
-    world = std::make_unique<MpiWorld>(options);
+    world = std::make_unique<MpiWorld>(options, provided >= MPI_THREAD_SERIALIZED);
   });
   if (failure) return *failure;
   return world.get();
@@ -173,7 +181,7 @@ Expected<Communicator*> initMpiWorld(const CommunicatorOptions& options) {
 Expected<Communicator*> worldCommunicator(const CommunicatorOptions& options) {
   ReplicaInfo info = replicaFromEnvironment();
   if (!info.launchedByMpi || info.size == 1) {
-    static std::unique_ptr<Communicator> single = singleReplica();
+    static std::unique_ptr<Communicator> single = singleReplica(options);
     return single.get();
   }
 #if KILN_HAVE_MPI

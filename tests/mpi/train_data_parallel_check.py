@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Data-parallel `kiln train` under mpirun, on the CPU backend (ctest mpi_train_data_parallel):
 
-  1. mpirun -np 2 and -np 4 (with --accumulate 2 too) end with parameters bit-identical on every
-     rank (kiln train checks and says so) and equal, within f32 rounding, to one process training
-     on the same global batches;
+  1. mpirun -np 2 and -np 4 (with --accumulate 2 too; with one bucket and with several, whose
+     reductions overlap the backward pass) end with parameters bit-identical on every rank (kiln
+     train checks and says so) and equal, within f32 rounding, to one process training on the same
+     global batches;
   2. --replicas 2 starts the two ranks itself;
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
      checkpoint written before it stays valid: --resume continues from it.
@@ -54,8 +55,9 @@ def main():
         print("ok: %s" % what)
 
     train(1, "single", "--steps", "12")
-    for ranks, extra in ((2, []), (4, []), (4, ["--accumulate", "2"])):
-        out = "np%d%s" % (ranks, "acc" if extra else "")
+    # Small buckets: several reductions per step, each overlapping the gradients still computed.
+    for ranks, extra in ((2, ["--bucket-bytes", "4096"]), (4, []), (4, ["--accumulate", "2", "--bucket-bytes", "1024"])):
+        out = "np%d%s" % (ranks, "acc" if "--accumulate" in extra else "")
         r = train(ranks, out, "--steps", "12", *extra)
         if "replicas: all %d hold the same parameters" % ranks not in r.stdout:
             sys.exit("%s: kiln train did not confirm identical replicas:\n%s" % (out, r.stdout))
