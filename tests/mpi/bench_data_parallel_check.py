@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""`kiln bench` of a data-parallel training step under mpirun -np 2 on the CPU (ctest
+mpi_bench_data_parallel): the step comes from `kiln train --print-step --replicas 2` with small
+buckets; the table has the data-parallel section and --json its per-bucket and per-step lines,
+with every field present and consistent (bytes add up to the gradients and metrics, times are
+non-negative, the overlap is a fraction). Timings are machine-dependent and never compared with
+thresholds.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# examples/train/mlp_classifier.kiln: 2 -> 64 -> 64 -> 3; the loss and the accuracy are averaged too.
+GRADIENT_FLOATS = 2 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3
+METRIC_FLOATS = 2
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kiln", required=True)
+    p.add_argument("--mpirun", required=True)
+    p.add_argument("--workdir", required=True)
+    a = p.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    os.chdir(a.workdir)
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples/train/make_dataset.py"), "blobs", "data", "--n", "128"],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([a.kiln, "train", os.path.join(ROOT, "examples/train/mlp_classifier.kiln"), "--params",
+                    "w1,b1,w2,b2,w3,b3", "--data", "x=data/x.npy,y=data/y.npy", "--batch", "64", "--optimizer", "adam",
+                    "--print-step", "--replicas", "2", "--bucket-bytes", "4096", "-o", "step.kiln"], check=True)
+
+    def bench(*extra):
+        cmd = [a.mpirun, "-np", "2", a.kiln, "bench", "step.kiln", "--backend", "cpu", "--reps", "3", "--warmup", "1"]
+        r = subprocess.run(cmd + list(extra), capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            sys.exit("failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+        return r.stdout
+
+    table = bench()
+    for want in ("data parallel over 2 ranks", "per step: ", "all-reduce ", "overlap "):
+        if want not in table:
+            sys.exit("the table lacks %r:\n%s" % (want, table))
+    if table.count("@main_batch32_step on cpu") != 1:
+        sys.exit("rank 0 alone should print the table:\n%s" % table)
+    print("ok: the table has the data-parallel section, printed once")
+
+    lines = [json.loads(line) for line in bench("--json").splitlines() if line.strip()]
+    dp = [r for r in lines if r.get("section") == "data_parallel"]
+    buckets = [r for r in dp if r["kernel"] != "step"]
+    steps = [r for r in dp if r["kernel"] == "step"]
+    if len(steps) != 1 or len(buckets) < 3:
+        sys.exit("expected 1 step line and >= 3 buckets (4 KiB buckets), got:\n%s" % "\n".join(map(str, dp)))
+    step = steps[0]
+    for r in buckets:
+        for key in ("case", "backend", "device", "ranks", "bytes", "sync_ms", "overlapped_ms", "wait_ms"):
+            if key not in r:
+                sys.exit("bucket line lacks %s: %s" % (key, r))
+        if "all_reduce" not in r["kernel"] or r["ranks"] != 2 or r["bytes"] <= 0:
+            sys.exit("bad bucket line: %s" % r)
+        if min(r["sync_ms"], r["overlapped_ms"], r["wait_ms"]) < 0:
+            sys.exit("negative time: %s" % r)
+    for key in ("step_ms", "step_sync_ms", "compute_ms", "allreduce_ms", "exposed_ms", "exposed_sync_ms", "wait_ms"):
+        if not isinstance(step.get(key), (int, float)) or step[key] < 0:
+            sys.exit("step line: bad %s: %s" % (key, step))
+    if step["compute_ms"] <= 0 or step["step_ms"] <= 0 or step["allreduce_ms"] <= 0:
+        sys.exit("step line: a step and its reductions take time: %s" % step)
+    if step["buckets"] != len(buckets) or step["bytes"] != sum(r["bytes"] for r in buckets):
+        sys.exit("step line disagrees with its buckets: %s" % step)
+    if step["bytes"] != 4 * (GRADIENT_FLOATS + METRIC_FLOATS):
+        sys.exit("reduced %d bytes per step, expected every gradient and metric once (%d)"
+                 % (step["bytes"], 4 * (GRADIENT_FLOATS + METRIC_FLOATS)))
+    if abs(step["exposed_ms"] - max(0.0, step["step_ms"] - step["compute_ms"])) > 1e-3:
+        sys.exit("exposed_ms is not step_ms - compute_ms: %s" % step)
+    if not (step["overlap"] is None or 0 <= step["overlap"] <= 1):
+        sys.exit("overlap is not a fraction: %s" % step)
+    total = [r for r in lines if r.get("kernel") == "total"]
+    if len(total) != 1 or abs(total[0]["median_ms"] - step["step_ms"]) > 1e-3:
+        sys.exit("the total line should be the overlapped step: %s" % total)
+    print("ok: %d buckets, %d bytes per step, step %.3f ms, compute %.3f ms, all-reduce %.3f ms, overlap %s"
+          % (len(buckets), step["bytes"], step["step_ms"], step["compute_ms"], step["allreduce_ms"], step["overlap"]))
+
+
+if __name__ == "__main__":
+    main()
