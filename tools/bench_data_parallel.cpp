@@ -18,30 +18,40 @@ namespace {
 struct ModeRuns {
   std::vector<double> stepMs, reductionMsPerStep, waitedMsPerStep;
   std::map<std::string, std::vector<double>> reductionMs, waitedMs;
-};
 
-Expected<ModeRuns> runMode(const std::function<Status(ExecuteOptions)>& runStep, CollectiveMode mode, int warmup,
-                           int reps, collectives::Communicator& comm) {
-  KILN_TRY(comm.barrier("the start of a kiln bench phase"));
-  ModeRuns out;
-  for (int r = 0; r < warmup + reps; ++r) {
-    double ms = 0;
-    std::vector<CollectiveTiming> timings;
-    ExecuteOptions options;
-    options.collectives = mode;
-    options.stepMilliseconds = &ms;
-    options.collectiveTimings = &timings;
-    KILN_TRY(runStep(options));
-    if (r < warmup) continue;
-    out.stepMs.push_back(ms);
+  void record(double ms, const std::vector<CollectiveTiming>& timings) {
+    stepMs.push_back(ms);
     double reduced = 0, waited = 0;
     for (const CollectiveTiming& t : timings) {
-      out.reductionMs[t.kernel].push_back(t.milliseconds);
-      out.waitedMs[t.kernel].push_back(t.waitedMilliseconds);
+      reductionMs[t.kernel].push_back(t.milliseconds);
+      waitedMs[t.kernel].push_back(t.waitedMilliseconds);
       reduced += t.milliseconds, waited += t.waitedMilliseconds;
     }
-    out.reductionMsPerStep.push_back(reduced);
-    out.waitedMsPerStep.push_back(waited);
+    reductionMsPerStep.push_back(reduced);
+    waitedMsPerStep.push_back(waited);
+  }
+};
+
+constexpr CollectiveMode kModes[] = {CollectiveMode::Skipped, CollectiveMode::Synchronous, CollectiveMode::Overlapped};
+
+// The modes take turns run by run, so that load changing over time (other processes on the
+// machine) weighs on all three alike; every run starts with a barrier, so no rank's step time
+// includes waiting for a rank still busy with the previous run.
+Expected<std::map<CollectiveMode, ModeRuns>> runModes(const std::function<Status(ExecuteOptions)>& runStep, int warmup,
+                                                      int reps, collectives::Communicator& comm) {
+  std::map<CollectiveMode, ModeRuns> out;
+  for (int r = 0; r < warmup + reps; ++r) {
+    for (CollectiveMode mode : kModes) {
+      double ms = 0;
+      std::vector<CollectiveTiming> timings;
+      ExecuteOptions options;
+      options.collectives = mode;
+      options.stepMilliseconds = &ms;
+      options.collectiveTimings = &timings;
+      KILN_TRY(comm.barrier("the start of a kiln bench run"));
+      KILN_TRY(runStep(options));
+      if (r >= warmup) out[mode].record(ms, timings);
+    }
   }
   return out;
 }
@@ -70,9 +80,17 @@ std::string jsonNumber(std::optional<double> v) { return v ? fmt::format("{:.4f}
 
 double DataParallelFigures::exposedMs() const { return std::max(0.0, stepMs - computeMs); }
 double DataParallelFigures::exposedSyncMs() const { return std::max(0.0, stepSyncMs - computeMs); }
-std::optional<double> DataParallelFigures::overlap() const {
-  if (ranks < 2 || allReduceMs <= 0) return std::nullopt;
-  return std::clamp((allReduceMs - exposedMs()) / allReduceMs, 0.0, 1.0);
+namespace {
+// The fraction of the all-reduce time R not on the critical path, given what of it is.
+std::optional<double> hidden(const DataParallelFigures& f, double exposed) {
+  if (f.ranks < 2 || f.allReduceMs <= 0) return std::nullopt;
+  return std::clamp((f.allReduceMs - exposed) / f.allReduceMs, 0.0, 1.0);
+}
+}  // namespace
+
+std::optional<double> DataParallelFigures::overlap() const { return hidden(*this, exposedMs()); }
+std::optional<double> DataParallelFigures::overlapByWait() const {
+  return hostWaits ? hidden(*this, waitedMs) : std::nullopt;
 }
 
 bool hasAllReduce(const codegen::BlockPlan& plan) {
@@ -83,35 +101,35 @@ bool hasAllReduce(const codegen::BlockPlan& plan) {
 
 Expected<DataParallelFigures> measureDataParallel(const codegen::BlockPlan& plan,
                                                   const std::function<Status(ExecuteOptions)>& runStep, int warmup,
-                                                  int reps) {
+                                                  int reps, bool hostWaits) {
   auto world = collectives::worldCommunicator();
   if (!world) return world.error();
   collectives::Communicator& comm = **world;
-  auto compute = runMode(runStep, CollectiveMode::Skipped, warmup, reps, comm);
-  if (!compute) return compute.error();
-  auto sync = runMode(runStep, CollectiveMode::Synchronous, warmup, reps, comm);
-  if (!sync) return sync.error();
-  auto overlapped = runMode(runStep, CollectiveMode::Overlapped, warmup, reps, comm);
-  if (!overlapped) return overlapped.error();
+  auto runs = runModes(runStep, warmup, reps, comm);
+  if (!runs) return runs.error();
+  ModeRuns& compute = (*runs)[CollectiveMode::Skipped];
+  ModeRuns& sync = (*runs)[CollectiveMode::Synchronous];
+  ModeRuns& overlapped = (*runs)[CollectiveMode::Overlapped];
 
   DataParallelFigures f;
   f.ranks = comm.size();
+  f.hostWaits = hostWaits;
   for (const codegen::Step& step : plan.steps) {
     if (step.kind != codegen::Step::Kind::Kernel) continue;
     const codegen::KernelGroup& g = plan.groups[static_cast<size_t>(step.group)];
     if (!collectives::allReduceOf(g)) continue;
     BucketFigures b{g.name, static_cast<int64_t>(g.results[0]->type().byteSize())};
-    b.syncMs = median(sync->reductionMs[g.name]);
-    b.overlappedMs = median(overlapped->reductionMs[g.name]);
-    b.waitedMs = median(overlapped->waitedMs[g.name]);
+    b.syncMs = median(sync.reductionMs[g.name]);
+    b.overlappedMs = median(overlapped.reductionMs[g.name]);
+    b.waitedMs = median(overlapped.waitedMs[g.name]);
     f.bytes += b.bytes;
     f.buckets.push_back(b);
   }
-  f.stepMs = median(overlapped->stepMs);
-  f.stepSyncMs = median(sync->stepMs);
-  f.computeMs = median(compute->stepMs);
-  f.allReduceMs = median(sync->reductionMsPerStep);
-  f.waitedMs = median(overlapped->waitedMsPerStep);
+  f.stepMs = median(overlapped.stepMs);
+  f.stepSyncMs = median(sync.stepMs);
+  f.computeMs = median(compute.stepMs);
+  f.allReduceMs = median(sync.reductionMsPerStep);
+  f.waitedMs = median(overlapped.waitedMsPerStep);
   if (f.ranks > 1) KILN_TRY(averageOverRanks(f, comm));
   return f;
 }
@@ -129,11 +147,13 @@ void printDataParallel(const DataParallelFigures& f) {
                b.overlappedMs, b.waitedMs);
   fmt::print("per step: {} all_reduce{}, {}; step {:.4f} ms overlapped, {:.4f} ms synchronous, {:.4f} ms compute alone\n",
              f.buckets.size(), f.buckets.size() == 1 ? "" : "s", bytesText(f.bytes), f.stepMs, f.stepSyncMs, f.computeMs);
-  std::optional<double> overlap = f.overlap();
-  fmt::print("all-reduce {:.4f} ms per step; exposed {:.4f} ms overlapped ({:.4f} ms synchronous), host waited {:.4f} "
-             "ms: overlap {}\n",
-             f.allReduceMs, f.exposedMs(), f.exposedSyncMs(), f.waitedMs,
-             overlap ? fmt::format("{:.0f}% of the all-reduce time hidden behind compute", 100 * *overlap) : "-");
+  auto percent = [](std::optional<double> v) { return v ? fmt::format("{:.0f}%", 100 * *v) : std::string("-"); };
+  fmt::print("all-reduce {:.4f} ms per step; exposed {:.4f} ms overlapped ({:.4f} ms synchronous): overlap {} of the "
+             "all-reduce time hidden behind compute\n",
+             f.allReduceMs, f.exposedMs(), f.exposedSyncMs(), percent(f.overlap()));
+  if (f.hostWaits)
+    fmt::print("host waited {:.4f} ms per step for reductions: overlap {} by that measure\n", f.waitedMs,
+               percent(f.overlapByWait()));
 }
 
 void printDataParallelJson(const DataParallelFigures& f, const std::string& common) {
@@ -143,9 +163,10 @@ void printDataParallelJson(const DataParallelFigures& f, const std::string& comm
                common, jsonEscape(b.kernel), f.ranks, b.bytes, b.syncMs, b.overlappedMs, b.waitedMs);
   fmt::print("{{{}\"section\": \"data_parallel\", \"kernel\": \"step\", \"ranks\": {}, \"buckets\": {}, \"bytes\": {}, "
              "\"step_ms\": {:.6f}, \"step_sync_ms\": {:.6f}, \"compute_ms\": {:.6f}, \"allreduce_ms\": {:.6f}, "
-             "\"exposed_ms\": {:.6f}, \"exposed_sync_ms\": {:.6f}, \"wait_ms\": {:.6f}, \"overlap\": {}}}\n",
+             "\"exposed_ms\": {:.6f}, \"exposed_sync_ms\": {:.6f}, \"wait_ms\": {:.6f}, \"overlap\": {}, "
+             "\"overlap_by_wait\": {}}}\n",
              common, f.ranks, f.buckets.size(), f.bytes, f.stepMs, f.stepSyncMs, f.computeMs, f.allReduceMs,
-             f.exposedMs(), f.exposedSyncMs(), f.waitedMs, jsonNumber(f.overlap()));
+             f.exposedMs(), f.exposedSyncMs(), f.waitedMs, jsonNumber(f.overlap()), jsonNumber(f.overlapByWait()));
 }
 
 }  // namespace kiln::cli

@@ -147,7 +147,7 @@ int run(const Command& c, const Args& args) {
   // its total is the overlapped step, as kiln train runs it.
   std::optional<DataParallelFigures> dataParallel;
   if (hasAllReduce((*exe)->plan())) {
-    auto figures = measureDataParallel((*exe)->plan(), timeStep, warmup, reps);
+    auto figures = measureDataParallel((*exe)->plan(), timeStep, warmup, reps, *backend == Backend::Cpu);
     if (!figures) {
       reportError(figures.error());
       return kExitError;

@@ -40,7 +40,7 @@ def main():
         return r.stdout
 
     table = bench()
-    for want in ("data parallel over 2 ranks", "per step: ", "all-reduce ", "overlap "):
+    for want in ("data parallel over 2 ranks", "per step: ", "all-reduce ", "overlap ", "host waited "):
         if want not in table:
             sys.exit("the table lacks %r:\n%s" % (want, table))
     if table.count("@main_batch32_step on cpu") != 1:
@@ -74,8 +74,11 @@ def main():
                  % (step["bytes"], 4 * (GRADIENT_FLOATS + METRIC_FLOATS)))
     if abs(step["exposed_ms"] - max(0.0, step["step_ms"] - step["compute_ms"])) > 1e-3:
         sys.exit("exposed_ms is not step_ms - compute_ms: %s" % step)
-    if not (step["overlap"] is None or 0 <= step["overlap"] <= 1):
-        sys.exit("overlap is not a fraction: %s" % step)
+    for key in ("overlap", "overlap_by_wait"):
+        if key not in step or not (step[key] is None or 0 <= step[key] <= 1):
+            sys.exit("%s is not a fraction: %s" % (key, step))
+    if step["overlap_by_wait"] is None:
+        sys.exit("the CPU host waits for reductions, so overlap_by_wait has a value: %s" % step)
     total = [r for r in lines if r.get("kernel") == "total"]
     if len(total) != 1 or abs(total[0]["median_ms"] - step["step_ms"]) > 1e-3:
         sys.exit("the total line should be the overlapped step: %s" % total)
