@@ -161,18 +161,14 @@ class ExecutionContext {
     buffers_[v] = const_cast<uint8_t*>(data ? data : empty);
   }
 
-  // A step waits for the reductions whose results it reads (a region step, which may read anything
-  // from outside at any depth, for all); the plan's end, which hands over results or yields, too.
+  // A step first waits for the reductions it reads; the plan's end, which hands over results or
+  // yields, for all.
   Status runPlan(const codegen::BlockPlan& plan) {
     for (const codegen::Step& step : plan.steps) {
+      KILN_TRY(await(inFlight_.takeNeededBy(plan, step)));
       if (step.kind == codegen::Step::Kind::Kernel) {
-        const codegen::KernelGroup& group = plan.groups[static_cast<size_t>(step.group)];
-        KILN_TRY(await(inFlight_.takeReadBy(group.inputs)));
-        KILN_TRY(runKernel(group));
-        continue;
-      }
-      KILN_TRY(await(inFlight_.takeAll()));
-      if (step.region.op->kind() == OpKind::Map) {
+        KILN_TRY(runKernel(plan.groups[static_cast<size_t>(step.group)]));
+      } else if (step.region.op->kind() == OpKind::Map) {
         KILN_TRY(runMap(step.region));
       } else {
         KILN_TRY(runWhile(step.region));

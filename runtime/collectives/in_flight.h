@@ -33,6 +33,12 @@ class InFlight {
     return taken;
   }
   std::vector<Entry> takeAll() { return std::exchange(entries_, {}); }
+  // Those `step` of `plan` must wait for: a kernel, those it reads; a region step (`map`, `while`),
+  // which may read anything from outside at any depth, all.
+  std::vector<Entry> takeNeededBy(const codegen::BlockPlan& plan, const codegen::Step& step) {
+    if (step.kind != codegen::Step::Kind::Kernel) return takeAll();
+    return takeReadBy(plan.groups[static_cast<size_t>(step.group)].inputs);
+  }
 
  private:
   std::vector<Entry> entries_;  // a handful: one per gradient bucket

@@ -103,18 +103,14 @@ class Program::Run {
 
   void bind(const Value* v, CUdeviceptr address) { addr_[v] = address; }
 
-  // A step waits for the reductions whose results it reads (a region step, which may read anything
-  // from outside at any depth, for all); the plan's end, which hands over results or yields, too.
+  // A step first waits for the reductions it reads; the plan's end, which hands over results or
+  // yields, for all.
   Status runPlan(const codegen::BlockPlan& plan) {
     for (const codegen::Step& step : plan.steps) {
+      KILN_TRY(await(inFlight_.takeNeededBy(plan, step)));
       if (step.kind == codegen::Step::Kind::Kernel) {
-        const codegen::KernelGroup& group = plan.groups[static_cast<size_t>(step.group)];
-        KILN_TRY(await(inFlight_.takeReadBy(group.inputs)));
-        KILN_TRY(launch(group));
-        continue;
-      }
-      KILN_TRY(await(inFlight_.takeAll()));
-      if (step.region.op->kind() == OpKind::Map) {
+        KILN_TRY(launch(plan.groups[static_cast<size_t>(step.group)]));
+      } else if (step.region.op->kind() == OpKind::Map) {
         KILN_TRY(runMap(step.region));
       } else {
         KILN_TRY(runWhile(step.region));
@@ -161,12 +157,9 @@ class Program::Run {
     if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
     std::optional<Timed> timed;
     if (options_.kernelMilliseconds) {
-      auto start = Event::create();
-      auto end = Event::create();
-      if (!start) return start.error();
-      if (!end) return end.error();
-      timed.emplace(Timed{group.name, std::move(*start), std::move(*end)});
-      KILN_TRY(timed->start.record(p_.stream_.get()));
+      auto span = startTiming(p_.stream_.get());
+      if (!span) return span.error();
+      timed.emplace(Timed{group.name, std::move(*span)});
     }
     auto ranLibrary = callLibrary(k, args);
     if (!ranLibrary) return ranLibrary.error();
@@ -178,7 +171,7 @@ class Program::Run {
               p_.stream_.get(), params.data(), nullptr);
     }
     if (timed) {
-      KILN_TRY(timed->end.record(p_.stream_.get()));
+      KILN_TRY(timed->span.end.record(p_.stream_.get()));
       timed_.push_back(std::move(*timed));
     }
     return reduceAcrossReplicas(group, args.back());
@@ -203,19 +196,16 @@ class Program::Run {
     }
     std::optional<TimedReduction> timed;
     if (options_.collectiveTimings) {
-      auto start = Event::create();
-      auto end = Event::create();
-      if (!start) return start.error();
-      if (!end) return end.error();
-      timed.emplace(TimedReduction{&group, std::move(*start), std::move(*end)});
-      KILN_TRY(timed->start.record(stream));
+      auto span = startTiming(stream);
+      if (!span) return span.error();
+      timed.emplace(TimedReduction{&group, std::move(*span)});
     }
     const TensorType& t = group.results[0]->type();
     Status s = p_.nccl_->allReduce(result, t.numElements(), t.dtype, collectives::reduceKindOf(*op), stream,
                                    collectives::describeAllReduce(*op));
     if (!s) return s.error().at(op->loc());
     if (timed) {
-      KILN_TRY(timed->end.record(stream));
+      KILN_TRY(timed->span.end.record(stream));
       timedReductions_.push_back(std::move(*timed));
     }
     if (!overlap) return {};
@@ -274,12 +264,12 @@ class Program::Run {
   // options.collectiveTimings (after the streams finished).
   Status collectTimes() {
     for (const Timed& t : timed_) {
-      auto ms = t.end.millisecondsSince(t.start);
+      auto ms = t.span.milliseconds();
       if (!ms) return ms.error();
       (*options_.kernelMilliseconds)[t.kernel] += *ms;
     }
     for (const TimedReduction& t : timedReductions_) {
-      auto ms = t.end.millisecondsSince(t.start);
+      auto ms = t.span.milliseconds();
       if (!ms) return ms.error();
       int64_t bytes = static_cast<int64_t>(t.group->results[0]->type().byteSize());
       options_.collectiveTimings->push_back({t.group->name, bytes, *ms, 0});
@@ -372,13 +362,27 @@ class Program::Run {
     }
   }
 
+  // Two timing events around work queued on one stream.
+  struct Span {
+    Event start, end;
+    Expected<float> milliseconds() const { return end.millisecondsSince(start); }
+  };
+  // A span whose start is recorded on `stream` now; the caller records its end after the work.
+  static Expected<Span> startTiming(CUstream stream) {
+    auto start = Event::create();
+    auto end = Event::create();
+    if (!start) return start.error();
+    if (!end) return end.error();
+    KILN_TRY(start->record(stream));
+    return Span{std::move(*start), std::move(*end)};
+  }
   struct Timed {
     std::string kernel;
-    Event start, end;
+    Span span;
   };
   struct TimedReduction {
     const codegen::KernelGroup* group;
-    Event start, end;
+    Span span;
   };
 
   Program& p_;

@@ -6,31 +6,22 @@ with every field present and consistent (bytes add up to the gradients and metri
 non-negative, the overlap is a fraction). Timings are machine-dependent and never compared with
 thresholds.
 """
-import argparse
 import json
-import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from mpi_check import MLP, MLP_PARAMS, start
+
 # examples/train/mlp_classifier.kiln: 2 -> 64 -> 64 -> 3; the loss and the accuracy are averaged too.
 GRADIENT_FLOATS = 2 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3
 METRIC_FLOATS = 2
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--kiln", required=True)
-    p.add_argument("--mpirun", required=True)
-    p.add_argument("--workdir", required=True)
-    a = p.parse_args()
-    os.makedirs(a.workdir, exist_ok=True)
-    os.chdir(a.workdir)
-    subprocess.run([sys.executable, os.path.join(ROOT, "examples/train/make_dataset.py"), "blobs", "data", "--n", "128"],
-                   check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([a.kiln, "train", os.path.join(ROOT, "examples/train/mlp_classifier.kiln"), "--params",
-                    "w1,b1,w2,b2,w3,b3", "--data", "x=data/x.npy,y=data/y.npy", "--batch", "64", "--optimizer", "adam",
-                    "--print-step", "--replicas", "2", "--bucket-bytes", "4096", "-o", "step.kiln"], check=True)
+    a = start(__doc__.splitlines()[0], 128)
+    subprocess.run([a.kiln, "train", MLP, "--params", ",".join(MLP_PARAMS), "--data", "x=data/x.npy,y=data/y.npy",
+                    "--batch", "64", "--optimizer", "adam", "--print-step", "--replicas", "2", "--bucket-bytes", "4096",
+                    "-o", "step.kiln"], check=True)
 
     def bench(*extra):
         cmd = [a.mpirun, "-np", "2", a.kiln, "bench", "step.kiln", "--backend", "cpu", "--reps", "3", "--warmup", "1"]

@@ -9,30 +9,20 @@
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
      checkpoint written before it stays valid: --resume continues from it.
 """
-import argparse
 import os
 import subprocess
 import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PARAMS = ["w1", "b1", "w2", "b2", "w3", "b3"]
+from mpi_check import MLP, MLP_PARAMS as PARAMS, start
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--kiln", required=True)
-    p.add_argument("--mpirun", required=True)
-    p.add_argument("--workdir", required=True)
-    a = p.parse_args()
-    os.makedirs(a.workdir, exist_ok=True)
-    os.chdir(a.workdir)
+    a = start(__doc__.splitlines()[0], 256)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
-    subprocess.run([sys.executable, os.path.join(ROOT, "examples/train/make_dataset.py"), "blobs", "data", "--n", "256"],
-                   check=True, stdout=subprocess.DEVNULL)
-    model = os.path.join(ROOT, "examples/train/mlp_classifier.kiln")
+    model = MLP
 
     def train(ranks, save, *extra, fault=None, check=True):
         cmd = [a.kiln, "train", model, "--backend", "cpu", "--params", ",".join(PARAMS), "--data",
