@@ -99,15 +99,21 @@ Status broadcastFromRankZero(collectives::Communicator& comm, std::vector<Tensor
 }
 
 // Testing hook for failure handling (docs/training.md): KILN_TRAIN_FAULT=exit:RANK:STEP makes that
-// rank exit abruptly before that step, as a crashed machine would.
+// rank exit abruptly before that step, as a crashed machine would; stall:RANK:STEP makes it hang
+// there, as a wedged one would, until the others' collective deadline ends the job.
 void maybeInjectFault(int rank, int64_t step) {
   const char* spec = std::getenv("KILN_TRAIN_FAULT");
+  char kind[8] = {};
   int faultRank = -1;
   long long faultStep = -1;
-  if (spec && std::sscanf(spec, "exit:%d:%lld", &faultRank, &faultStep) == 2 && faultRank == rank && faultStep == step) {
-    fmt::print(stderr, "kiln train: rank {}: KILN_TRAIN_FAULT: exiting before step {}\n", rank, step);
-    std::_Exit(3);
-  }
+  if (!spec || std::sscanf(spec, "%7[a-z]:%d:%lld", kind, &faultRank, &faultStep) != 3 || faultRank != rank ||
+      faultStep != step)
+    return;
+  fmt::print(stderr, "kiln train: rank {}: KILN_TRAIN_FAULT: {} before step {}\n", rank,
+             std::string(kind) == "stall" ? "stalling" : "exiting", step);
+  std::fflush(stderr);
+  if (std::string(kind) == "stall") std::this_thread::sleep_for(std::chrono::minutes(10));
+  std::_Exit(3);
 }
 
 int run(const Command& c, const Args& args) {

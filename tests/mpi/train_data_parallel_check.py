@@ -7,7 +7,9 @@
      global batches;
   2. --replicas 2 starts the two ranks itself;
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
-     checkpoint written before it stays valid: --resume continues from it.
+     checkpoint written before it stays valid: --resume continues from it;
+  4. a rank that hangs mid-run makes the others' reductions pass --collective-timeout: rank 0
+     names itself and the call and the job ends.
 """
 import os
 import subprocess
@@ -71,6 +73,15 @@ def main():
     print("ok: rank 1 died, the job ended with exit %d" % r.returncode)
     train(2, "ckpt", "--steps", "6", "--resume", "ckpt")
     same("single", "ckpt", "6 steps, a failed resume, then 6 resumed steps equal 12 steps")
+
+    # A rank that hangs: rank 0's reduction (on its reduction thread) passes the 2 s deadline, names
+    # itself and the call, and ends the job.
+    r = train(2, "stall", "--steps", "4", "--collective-timeout", "2", fault="stall:1:3", check=False)
+    if r.returncode == 0 or "stalling before step 3" not in r.stderr:
+        sys.exit("a stalled rank went unnoticed:\n%s%s" % (r.stdout, r.stderr))
+    if "rank 0 of 2: MPI_Reduce for all_reduce of %" not in r.stderr or "did not complete within 2000 ms" not in r.stderr:
+        sys.exit("the timeout message does not name the rank and the call:\n%s" % r.stderr)
+    print("ok: rank 1 stalled, rank 0 timed out after 2 s and ended the job (exit %d)" % r.returncode)
 
 
 if __name__ == "__main__":
