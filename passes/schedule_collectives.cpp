@@ -79,6 +79,7 @@ bool orderReaders(Block& block) {
     if ((*it)->kind() == OpKind::AllReduce) l = ++started, tail = std::next(it);
     level[it->get()] = l;
   }
+  if (started == 0) return false;
   Op* terminator = block.terminator();
   std::vector<OpIt> readers;
   for (OpIt it = tail; it != ops.end() && it->get() != terminator; ++it) readers.push_back(it);

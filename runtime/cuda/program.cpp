@@ -29,6 +29,22 @@ size_t rowBytes(const TensorType& t) {
   return t.shape.empty() || t.shape[0] == 0 ? 0 : t.byteSize() / static_cast<size_t>(t.shape[0]);
 }
 
+// Two timing events around work queued on one stream.
+struct Span {
+  Event start, end;
+  Expected<float> milliseconds() const { return end.millisecondsSince(start); }
+};
+
+// A span whose start is recorded on `stream` now; the caller records its end after the work.
+Expected<Span> startTiming(CUstream stream) {
+  auto start = Event::create();
+  auto end = Event::create();
+  if (!start) return start.error();
+  if (!end) return end.error();
+  KILN_TRY(start->record(stream));
+  return Span{std::move(*start), std::move(*end)};
+}
+
 bool hasRegionSteps(const codegen::BlockPlan& plan) {
   for (const codegen::Step& step : plan.steps)
     if (step.kind == codegen::Step::Kind::Region) return true;
@@ -362,20 +378,6 @@ class Program::Run {
     }
   }
 
-  // Two timing events around work queued on one stream.
-  struct Span {
-    Event start, end;
-    Expected<float> milliseconds() const { return end.millisecondsSince(start); }
-  };
-  // A span whose start is recorded on `stream` now; the caller records its end after the work.
-  static Expected<Span> startTiming(CUstream stream) {
-    auto start = Event::create();
-    auto end = Event::create();
-    if (!start) return start.error();
-    if (!end) return end.error();
-    KILN_TRY(start->record(stream));
-    return Span{std::move(*start), std::move(*end)};
-  }
   struct Timed {
     std::string kernel;
     Span span;
@@ -465,14 +467,11 @@ Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vecto
     if (!captured) return captured.error();
     graph = graphs_.emplace(key, std::move(*captured)).first;
   }
-  std::optional<Event> start, end;
+  std::optional<Span> step;
   if (options.stepMilliseconds) {
-    auto s = Event::create();
-    auto e = Event::create();
-    if (!s) return s.error();
-    if (!e) return e.error();
-    start.emplace(std::move(*s)), end.emplace(std::move(*e));
-    KILN_TRY(start->record(stream));
+    auto span = startTiming(stream);
+    if (!span) return span.error();
+    step.emplace(std::move(*span));
   }
   if (useGraph && graph != graphs_.end()) {
     KILN_TRY(graph->second.launch(stream));
@@ -481,15 +480,16 @@ Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vecto
     if (warmedUp_.size() >= 4 * kMaxGraphs) warmedUp_.clear();
     warmedUp_.insert(std::move(key));
   }
-  if (end) {
-    KILN_TRY(end->record(stream));
-    auto ms = end->millisecondsSince(*start);
+  if (step) KILN_TRY(step->end.record(stream));
+  // With collectives queued, wait through NCCL before anything that blocks on the stream (reading
+  // the timing events too): a dead peer then ends in an error, not a hang. The compute stream has
+  // waited for the NCCL stream's reductions, so it is the one to poll.
+  if (nccl_) KILN_TRY(nccl_->wait(stream, "the step's all_reduce"));
+  if (step) {
+    auto ms = step->milliseconds();
     if (!ms) return ms.error();
     *options.stepMilliseconds = *ms;
   }
-  // With collectives queued, wait through NCCL: a dead peer then ends in an error, not a hang. The
-  // compute stream has waited for the NCCL stream's reductions, so it is the one to poll.
-  if (nccl_) KILN_TRY(nccl_->wait(stream, "the step's all_reduce"));
   if (options.kernelMilliseconds || options.collectiveTimings) KILN_TRY(run.collectTimes());
   int32_t word = 0;
   KILN_TRY(copyToHost(&word, statusWord_.address(), sizeof word, stream));
