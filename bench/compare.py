@@ -74,7 +74,8 @@ def known_cases():
 
 def kiln_totals(records, backend="cuda"):
     """case -> {median_ms, gbps, tflops, copy_gbps, pct_of_copy, device, summed, kernels: [...]}."""
-    chosen = [r for r in records if r.get("backend", backend) == backend]
+    # kiln bench's data-parallel lines ("section": "data_parallel") are not kernels of the step.
+    chosen = [r for r in records if r.get("backend", backend) == backend and "section" not in r]
     out = {}
     for r in chosen:
         entry = out.setdefault(r["case"], {"kernels": [], "total": None})

@@ -81,6 +81,13 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(rows_of(text)["mlp"][3], "0.0300 (sum)")
         self.assertIn("kiln printed no total line for mlp", text)
 
+    def test_data_parallel_lines_are_not_kernels(self):
+        text = self.table([kiln("step", "k0_matmul", 0.01), kiln("step", "total", 0.05),
+                           kiln("step", "k3_all_reduce", None, section="data_parallel", bytes=400),
+                           kiln("step", "step", None, section="data_parallel", step_ms=0.05)], [])
+        self.assertEqual(rows_of(text)["step"][3], "0.0500")
+        self.assertNotIn("k3_all_reduce", text)
+
     def test_picks_the_backend_and_accepts_null_kernel_as_total(self):
         recs = [kiln("softmax", None, 0.5, backend="cpu"), kiln("softmax", None, 0.005, backend="cuda")]
         self.assertEqual(rows_of(self.table(recs, []))["softmax"][3], "0.0050")

@@ -14,6 +14,7 @@
 #include "passes/dce.h"
 #include "passes/decompose.h"
 #include "passes/fusion.h"
+#include "passes/schedule_collectives.h"
 #include "passes/vectorize.h"
 
 namespace kiln::passes {
@@ -32,6 +33,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
       {"fusion", "group ops into fusion ops, one kernel each (loop, row reduction, library epilogue, multi-output)",
        fuseOps},
+      {"schedule-collectives",
+       "move each all_reduce, with the ops it needs, to right after them, so reductions overlap the backward pass",
+       scheduleCollectives},
   };
   return passes;
 }
@@ -43,8 +47,10 @@ const PassInfo* findPass(std::string_view name) {
 }
 
 const std::vector<std::string>& defaultPipeline() {
-  // Simplify, expose primitives, batch maps, clean up, then group what is left into kernels.
-  static const std::vector<std::string> pipeline = {"canonicalize", "decompose", "vectorize", "cse", "dce", "fusion"};
+  // Simplify, expose primitives, batch maps, clean up, group what is left into kernels, then start
+  // each collective as early as its inputs allow.
+  static const std::vector<std::string> pipeline = {"canonicalize", "decompose", "vectorize", "cse",
+                                                    "dce",          "fusion",    "schedule-collectives"};
   return pipeline;
 }
 

@@ -31,6 +31,33 @@ namespace cuda {
 class Program;
 }
 
+// How a run treats its all_reduce ops when there are several replicas (with one, nothing crosses
+// replicas whatever the mode).
+enum class CollectiveMode {
+  // Each reduction starts as soon as its kernel has computed this replica's value and is waited for
+  // only before the first step that reads its result, so communication of early gradient buckets
+  // overlaps the rest of the backward pass (CPU: the communicator's reduction thread; CUDA: NCCL on
+  // a stream of its own, ordered with events).
+  Overlapped,
+  // Each reduction completes before the next step starts (the comparison kiln bench makes).
+  Synchronous,
+  // Nothing is reduced: every replica keeps its own value. Only for timing the compute alone
+  // (kiln bench); the results are not the data-parallel ones.
+  Skipped,
+};
+
+// One all_reduce of a run, for kiln bench.
+struct CollectiveTiming {
+  std::string kernel;  // its kernel, e.g. "k12_all_reduce"
+  int64_t bytes = 0;   // of its result, reduced in place
+  // The reduction itself: CPU, wall clock on the thread that ran it; CUDA, events around
+  // ncclAllReduce on its stream.
+  double milliseconds = 0;
+  // How long the host blocked waiting for it (CPU). 0 on CUDA, where the compute stream waits on
+  // the device and the host does not.
+  double waitedMilliseconds = 0;
+};
+
 struct ExecuteOptions {
   // A `while` that runs longer than this stops with an error instead of hanging.
   int64_t maxWhileIterations = 10'000'000;
@@ -51,6 +78,14 @@ struct ExecuteOptions {
   // The replicas `all_reduce` reduces across (runtime/collectives/communicator.h). Null: this
   // process's world, which is one replica (all_reduce is the identity) unless mpirun launched it.
   collectives::Communicator* communicator = nullptr;
+  CollectiveMode collectives = CollectiveMode::Overlapped;
+  // kiln bench: one entry per all_reduce reduced across replicas in this run, in the order they
+  // were waited for. Off when null.
+  std::vector<CollectiveTiming>* collectiveTimings = nullptr;
+  // Tests: what the host did, in order: "kernel k3_matmul" (launched; CPU: run), "start
+  // k4_all_reduce" (its reduction across replicas queued), "wait k4_all_reduce" (the host, or the
+  // compute stream, waits for it). Off when null.
+  std::vector<std::string>* schedule = nullptr;
 };
 
 // Ok when `given` are exactly the parameter types of `function`; else "@f takes 2 inputs, got 1"

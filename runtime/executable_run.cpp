@@ -1,5 +1,6 @@
 // Executable::run: one arena per run laid out by the Executable's BufferPlan, kernels split over
-// the thread pool, and the host loops that drive `map` and `while` over the plans of their regions.
+// the thread pool, the host loops that drive `map` and `while` over the plans of their regions, and
+// all_reduce results reduced across replicas on the communicator's reduction thread meanwhile.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -10,6 +11,8 @@
 
 #include "ir/interp/interpreter.h"
 #include "runtime/collectives/all_reduce_step.h"
+#include "runtime/collectives/in_flight.h"
+#include "runtime/collectives/reduction_thread.h"
 #include "runtime/executable.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
@@ -104,6 +107,8 @@ class ExecutionContext {
     KILN_INTERNAL_CHECK(arena_, "cpu backend: out of memory for a " + std::to_string(bytes) + "-byte arena");
     for (const Value* v : plan.resultValues()) results_.emplace(v, Tensor(v->type()));
   }
+  // A run that failed part way still waits for the reductions it started: they write its arena.
+  ~ExecutionContext() { (void)await(inFlight_.takeAll()); }
 
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) {
     const Function& f = *exe_.function_;
@@ -156,8 +161,11 @@ class ExecutionContext {
     buffers_[v] = const_cast<uint8_t*>(data ? data : empty);
   }
 
+  // A step first waits for the reductions it reads; the plan's end, which hands over results or
+  // yields, for all.
   Status runPlan(const codegen::BlockPlan& plan) {
     for (const codegen::Step& step : plan.steps) {
+      KILN_TRY(await(inFlight_.takeNeededBy(plan, step)));
       if (step.kind == codegen::Step::Kind::Kernel) {
         KILN_TRY(runKernel(plan.groups[static_cast<size_t>(step.group)]));
       } else if (step.region.op->kind() == OpKind::Map) {
@@ -166,7 +174,7 @@ class ExecutionContext {
         KILN_TRY(runWhile(step.region));
       }
     }
-    return {};
+    return await(inFlight_.takeAll());
   }
 
   Status runKernel(const codegen::KernelGroup& group) {
@@ -181,6 +189,7 @@ class ExecutionContext {
     int64_t firstBegin = -1;
     int32_t firstStatus = 0;
     int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / elementCost(group));
+    if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
     auto start = std::chrono::steady_clock::now();
     ThreadPool::shared().parallelFor(n, grain, [&](int64_t begin, int64_t end) {
       int32_t status = 0;
@@ -197,12 +206,46 @@ class ExecutionContext {
   }
 
   // An all_reduce's kernel wrote this replica's value into its result; the replicas then reduce
-  // it in place (a no-op for one replica).
+  // it in place: on the communicator's reduction thread while the next kernels run (waited for by
+  // runPlan), or here and now (CollectiveMode::Synchronous, or an MPI without thread support).
   Status reduceAcrossReplicas(const codegen::KernelGroup& group, void* result) {
-    if (group.ops.size() != 1 || !collectives::isAllReduce(*group.ops[0])) return {};
-    auto comm = collectives::communicatorFor(options_.communicator);
-    if (!comm) return comm.error().at(group.ops[0]->loc());
-    return collectives::allReduceInPlace(*group.ops[0], result, **comm);
+    const Op* op = collectives::allReduceOf(group);
+    if (!op || options_.collectives == CollectiveMode::Skipped) return {};
+    auto found = collectives::communicatorFor(options_.communicator);
+    if (!found) return found.error().at(op->loc());
+    collectives::Communicator* comm = *found;
+    if (comm->size() == 1) return {};
+    if (options_.schedule) options_.schedule->push_back("start " + group.name);
+    if (options_.collectives == CollectiveMode::Overlapped && comm->allowsOtherThreads()) {
+      reductions_ = &comm->reductionThread();
+      inFlight_.add(group, reductions_->start([op, result, comm] { return collectives::allReduceInPlace(*op, result, *comm); }));
+      return {};
+    }
+    auto start = std::chrono::steady_clock::now();
+    Status s = collectives::allReduceInPlace(*op, result, *comm);
+    double ms = millisecondsSince(start);
+    if (options_.collectiveTimings) options_.collectiveTimings->push_back({group.name, resultBytes(group), ms, ms});
+    return s;
+  }
+
+  // Waits for every reduction in `entries`, even after one failed (each writes this run's memory);
+  // the first failure is the run's error.
+  Status await(const std::vector<collectives::InFlight<collectives::ReductionThread::Ticket>::Entry>& entries) {
+    Status first;
+    for (const auto& e : entries) {
+      if (options_.schedule) options_.schedule->push_back("wait " + e.group->name);
+      auto start = std::chrono::steady_clock::now();
+      collectives::ReductionThread::Outcome outcome = reductions_->wait(e.handle);
+      if (options_.collectiveTimings)
+        options_.collectiveTimings->push_back(
+            {e.group->name, resultBytes(*e.group), outcome.milliseconds, millisecondsSince(start)});
+      if (!outcome.status && first.ok()) first = outcome.status;
+    }
+    return first;
+  }
+
+  static int64_t resultBytes(const codegen::KernelGroup& group) {
+    return static_cast<int64_t>(group.results[0]->type().byteSize());
   }
 
   // Runs the body once per slice along axis 0 and stacks what it yields (as the interpreter).
@@ -262,6 +305,8 @@ class ExecutionContext {
   std::unique_ptr<uint8_t, FreeDeleter> arena_;
   std::unordered_map<const Value*, Tensor> results_;  // the function's results, by value
   std::unordered_map<const Value*, uint8_t*> buffers_;
+  collectives::InFlight<collectives::ReductionThread::Ticket> inFlight_;
+  collectives::ReductionThread* reductions_ = nullptr;  // the thread the in-flight reductions run on
 };
 
 Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) const {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "codegen/optimize.h"
+#include "tools/inputs.h"
 
 namespace kiln::cli {
 
@@ -103,6 +104,24 @@ bool parseDisabledPasses(const Command& command, const Args& args, std::vector<s
     usageError(command, "--disable-passes: " + s.error().message());
     return false;
   }
+  return true;
+}
+
+FlagSpec bucketBytesFlag() {
+  return {"--bucket-bytes", "N",
+          "data parallel: about how many bytes of gradients one all_reduce carries (default 25 MiB; smaller buckets "
+          "start reducing sooner)"};
+}
+
+bool parseBucketBytes(const Command& command, const Args& args, int64_t& bytes) {
+  auto text = args.get("--bucket-bytes");
+  if (!text) return true;
+  auto n = parseInteger<int64_t>(*text);
+  if (!n || *n < 1) {
+    usageError(command, "--bucket-bytes takes a positive number of bytes, got '" + *text + "'");
+    return false;
+  }
+  bytes = *n;
   return true;
 }
 

@@ -56,6 +56,11 @@ FlagSpec disablePassesFlag();
 // Reads --disable-passes into `disabled`; an unknown pass name is a usage error naming the passes
 // (printed; returns false).
 bool parseDisabledPasses(const Command& command, const Args& args, std::vector<std::string>& disabled);
+// --bucket-bytes N (kiln grad --data-parallel, kiln train): about how many bytes of gradients one
+// all_reduce carries. Leaves `bytes` alone when absent; not a positive integer is a usage error
+// (printed; returns false).
+FlagSpec bucketBytesFlag();
+bool parseBucketBytes(const Command& command, const Args& args, int64_t& bytes);
 
 // The subcommands, each in its own file.
 Command checkCommand();

@@ -1,5 +1,6 @@
 // `kiln bench`: times a compiled step (each kernel and the whole step) and quotes its bandwidth as
-// a fraction of the copy bandwidth measured in the same run.
+// a fraction of the copy bandwidth measured in the same run; a data-parallel step also gets its
+// reductions and their overlap with computation measured (bench_data_parallel.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,9 +10,12 @@
 #include <thread>
 
 #include "codegen/kernel_report.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/copy_bandwidth.h"
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
+#include "tools/bench_data_parallel.h"
+#include "tools/bench_report.h"
 #include "tools/cli.h"
 #include "tools/inputs.h"
 #if KILN_HAVE_CUDA
@@ -22,11 +26,6 @@
 namespace kiln::cli {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Floating-point operations of the ops that dominate compute (matmul and conv2d: 2 per
 // multiply-add); elementwise work is memory-bound and quoted in GB/s instead.
@@ -60,15 +59,6 @@ std::string device(Backend backend) {
 #endif
   (void)backend;
   return fmt::format("host CPU ({} threads)", std::thread::hardware_concurrency());
-}
-
-std::string jsonEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out;
 }
 
 int run(const Command& c, const Args& args) {
@@ -153,7 +143,19 @@ int run(const Command& c, const Args& args) {
     };
   }
 #endif
-  for (int r = 0; r < warmup + reps; ++r) {
+  // A data-parallel step (all_reduce ops, under mpirun) is timed three ways (bench_data_parallel.h);
+  // its total is the overlapped step, as kiln train runs it.
+  std::optional<DataParallelFigures> dataParallel;
+  if (hasAllReduce((*exe)->plan())) {
+    auto figures = measureDataParallel((*exe)->plan(), timeStep, warmup, reps, *backend == Backend::Cpu);
+    if (!figures) {
+      reportError(figures.error());
+      return kExitError;
+    }
+    dataParallel = *figures;
+    stepMs = {dataParallel->stepMs};
+  }
+  for (int r = 0; !dataParallel && r < warmup + reps; ++r) {
     double ms = 0;
     ExecuteOptions options;
     options.stepMilliseconds = &ms;
@@ -163,11 +165,13 @@ int run(const Command& c, const Args& args) {
     }
     if (r >= warmup) stepMs.push_back(ms);
   }
-  // Each kernel on its own: events (or the wall clock) around every launch.
+  // Each kernel on its own: events (or the wall clock) around every launch. Reductions across
+  // replicas are skipped: these are the computation's kernels (an all_reduce's row is its copy).
   for (int r = 0; r < warmup + reps; ++r) {
     std::map<std::string, double> times;
     ExecuteOptions options;
     options.kernelMilliseconds = &times;
+    options.collectives = CollectiveMode::Skipped;
     if (Status s = timeStep(options); !s) {
       reportError(s.error());
       return kExitError;
@@ -175,6 +179,8 @@ int run(const Command& c, const Args& args) {
     if (r >= warmup)
       for (auto& [name, ms] : times) kernelMs[name].push_back(ms);
   }
+  // Under mpirun every rank measures (the ranks' figures are averaged) and rank 0 alone reports.
+  if (collectives::replicaFromEnvironment().rank != 0) return kExitOk;
 
   // The baseline: a copy at least as big as the step's largest kernel moves, and 256 MiB at least.
   std::vector<codegen::KernelReport> kernels = codegen::reportKernels((*exe)->plan(), compileOptions.target);
@@ -228,6 +234,9 @@ int run(const Command& c, const Args& args) {
           jsonEscape(caseName), jsonEscape(r->kernel), jsonEscape(r->layout), r->ms, r->gbps, r->tflops, copy->gbps,
           percent(r->gbps), r->perIteration ? "true" : "false", backendName(*backend), jsonEscape(deviceName));
     }
+    if (dataParallel)
+      printDataParallelJson(*dataParallel, fmt::format("\"case\": \"{}\", \"backend\": \"{}\", \"device\": \"{}\", ",
+                                                       jsonEscape(caseName), backendName(*backend), jsonEscape(deviceName)));
     return kExitOk;
   }
   fmt::print("@{} on {}: {}\n", f.name(), backendName(*backend), deviceName);
@@ -242,6 +251,7 @@ int run(const Command& c, const Args& args) {
   };
   for (const Row& r : rows) printRow(r);
   printRow(total);
+  if (dataParallel) printDataParallel(*dataParallel);
   bool graph = false;
 #if KILN_HAVE_CUDA
   if (cuda::Program* p = (*exe)->cudaProgram()) {
@@ -268,7 +278,11 @@ Command benchCommand() {
             "TFLOP/s for matmul and convolution. On CUDA the step is timed with events, with its inputs\n"
             "already on the GPU and as a replayed CUDA graph where it has no host-driven loop; each\n"
             "kernel is timed with events around its launch. --json prints one JSON object per kernel\n"
-            "and one for the step (\"kernel\": \"total\"), the format bench/compare.py reads.",
+            "and one for the step (\"kernel\": \"total\"), the format bench/compare.py reads.\n"
+            "A step with all_reduce ops (kiln grad --data-parallel, kiln train --print-step --replicas N),\n"
+            "run under mpirun -np N, is also timed with its reductions synchronous and skipped: rank 0\n"
+            "prints the compute time, each bucket's all-reduce time and bytes, and the fraction of the\n"
+            "all-reduce time the overlap hides (JSON lines with \"section\": \"data_parallel\").",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "cpu, cuda or auto (default auto)"},
              {"--reps", "N", "timed runs (default 50)"},

@@ -16,11 +16,7 @@ int run(const Command& c, const Args& args) {
   for (std::string name : splitCommaList(args.get("--wrt").value_or(""))) wrt.push_back(name[0] == '%' ? name.substr(1) : name);
   if (wrt.empty()) return usageError(c, "--wrt NAME[,NAME...] is required: the parameters to differentiate with respect to");
   passes::GradientAverageOptions average;
-  if (auto bytes = args.get("--bucket-bytes")) {
-    auto n = parseInteger<int64_t>(*bytes);
-    if (!n || *n < 1) return usageError(c, "--bucket-bytes takes a positive number of bytes, got '" + *bytes + "'");
-    average.bucketBytes = *n;
-  }
+  if (!parseBucketBytes(c, args, average.bucketBytes)) return kExitUsage;
   auto loaded = loadEntry(args);
   if (!loaded) {
     reportError(loaded.error());
@@ -62,7 +58,7 @@ Command gradCommand() {
              {"-o", "FILE", "write the gradient function to FILE instead of standard output"},
              {"--entry", "NAME", "the function to differentiate (default: @main, else the first)"},
              {"--data-parallel", "", "average the gradients across replicas (all_reduce mean, bucketed)"},
-             {"--bucket-bytes", "N", "with --data-parallel: about how many bytes of gradients one all_reduce carries"}},
+             bucketBytesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };
   return c;

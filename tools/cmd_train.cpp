@@ -99,15 +99,21 @@ Status broadcastFromRankZero(collectives::Communicator& comm, std::vector<Tensor
 }
 
 // Testing hook for failure handling (docs/training.md): KILN_TRAIN_FAULT=exit:RANK:STEP makes that
-// rank exit abruptly before that step, as a crashed machine would.
+// rank exit abruptly before that step, as a crashed machine would; stall:RANK:STEP makes it hang
+// there, as a wedged one would, until the others' collective deadline ends the job.
 void maybeInjectFault(int rank, int64_t step) {
   const char* spec = std::getenv("KILN_TRAIN_FAULT");
+  char kind[8] = {};
   int faultRank = -1;
   long long faultStep = -1;
-  if (spec && std::sscanf(spec, "exit:%d:%lld", &faultRank, &faultStep) == 2 && faultRank == rank && faultStep == step) {
-    fmt::print(stderr, "kiln train: rank {}: KILN_TRAIN_FAULT: exiting before step {}\n", rank, step);
-    std::_Exit(3);
-  }
+  if (!spec || std::sscanf(spec, "%7[a-z]:%d:%lld", kind, &faultRank, &faultStep) != 3 || faultRank != rank ||
+      faultStep != step)
+    return;
+  fmt::print(stderr, "kiln train: rank {}: KILN_TRAIN_FAULT: {} before step {}\n", rank,
+             std::string(kind) == "stall" ? "stalling" : "exiting", step);
+  std::fflush(stderr);
+  if (std::string(kind) == "stall") std::this_thread::sleep_for(std::chrono::minutes(10));
+  std::_Exit(3);
 }
 
 int run(const Command& c, const Args& args) {
@@ -151,16 +157,22 @@ int run(const Command& c, const Args& args) {
     if (!seconds || *seconds < 1) return usageError(c, "--collective-timeout takes a positive number of seconds");
     commOptions.timeout = std::chrono::seconds(*seconds);
   }
+  int64_t bucketBytes = passes::TrainSpec{}.bucketBytes;
+  if (!parseBucketBytes(c, args, bucketBytes)) return kExitUsage;
+  const bool printStep = args.has("--print-step");
+  int64_t localReplicas = 1;
   if (auto replicas = args.get("--replicas")) {
     auto n = parseInteger<int64_t>(*replicas);
     if (!n || *n < 1) return usageError(c, "--replicas takes a positive number of local ranks");
-    if (*n > 1 && !collectives::replicaFromEnvironment().launchedByMpi) return relaunchUnderMpi(c, args, *n);
+    localReplicas = *n;
+    // --print-step only builds one rank's step (for kiln explain or kiln bench under mpirun).
+    if (*n > 1 && !printStep && !collectives::replicaFromEnvironment().launchedByMpi) return relaunchUnderMpi(c, args, *n);
   }
   auto world = collectives::worldCommunicator(commOptions);
   if (!world) return fail(world.error());
   collectives::Communicator& comm = **world;
   const bool leader = comm.rank() == 0;
-  const int replicas = comm.size();
+  const int replicas = comm.size() > 1 ? comm.size() : static_cast<int>(localReplicas);
   if (replicas > 1 && *batch % replicas != 0)
     return fail(Error("--batch " + std::to_string(*batch) + " does not split evenly across the " +
                       std::to_string(replicas) + " replicas (each takes batch / replicas samples)"));
@@ -177,6 +189,7 @@ int run(const Command& c, const Args& args) {
   TrainOptions options;
   options.spec.optimizer = *optimizer;
   options.spec.dataParallel = replicas > 1;
+  options.spec.bucketBytes = bucketBytes;
   options.batch = *batch / replicas;  // this replica's share of each update
   options.accumulate = *accumulate;
   options.backend = requested;
@@ -230,7 +243,7 @@ int run(const Command& c, const Args& args) {
   auto trainer = TrainStep::create(f, options);
   if (!trainer) return fail(trainer.error());
   TrainStep& t = **trainer;
-  if (args.has("--print-step")) return writeOutput(args, printFunction(t.stepFunction()));
+  if (printStep) return leader ? writeOutput(args, printFunction(t.stepFunction())) : kExitOk;
   if (Status s = t.setParams(init); !s.ok()) return fail(s.error());
   if (auto dir = args.get("--resume")) {
     if (Status s = t.load(*dir); !s.ok()) return fail(s.error());
@@ -331,8 +344,12 @@ Command trainCommand() {
              {"--plot", "PATH", "draw the loss curve with gnuplot (.svg or .png)"},
              {"--seed", "S", "seed of the shuffles and the initial parameters (default 0)"},
              {"--replicas", "N", "data-parallel over N local ranks: runs itself under mpirun -np N (docs/training.md)"},
-             {"--collective-timeout", "SECONDS", "a collective stalled this long means a rank died: abort all (default 300)"},
-             {"--print-step", "", "print the step function (forward + grad + update) instead of training, e.g. for kiln explain"},
+             bucketBytesFlag(),
+             {"--collective-timeout", "SECONDS",
+              "a collective (MPI or NCCL) stalled this long means a rank died: abort all (default 300)"},
+             {"--print-step", "",
+              "print the step function (forward + grad + update) instead of training, e.g. for kiln explain or kiln "
+              "bench; with --replicas N, one of N ranks' data-parallel step"},
              {"-o", "FILE", "with --print-step: write it to FILE"}},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "ir/status.h"
@@ -34,11 +35,22 @@ struct CommunicatorOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 
+class ReductionThread;
+
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  Communicator();
+  // Destroy only with no reduction in flight (runs wait for theirs before they return).
+  virtual ~Communicator();
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // How long a collective may take before it counts as failed (CommunicatorOptions::timeout); NCCL
+  // over this communicator's replicas uses the same deadline.
+  virtual std::chrono::milliseconds timeout() const = 0;
+  // Whether the collectives below may be called from another thread than the one that made the
+  // communicator, one call at a time (MPI: initialised with MPI_THREAD_SERIALIZED or better).
+  // When not, reductions run synchronously on the caller's thread.
+  virtual bool allowsOtherThreads() const { return true; }
   // In place, on host memory: every replica ends with the elementwise sum (or mean) of all
   // replicas' `data`. Integer means truncate toward zero. `what` names the data in errors.
   virtual Status allReduce(void* data, int64_t count, DType dtype, ReduceKind kind, const std::string& what) = 0;
@@ -49,12 +61,22 @@ class Communicator {
   // Ends the whole job now (every replica), after printing `message`: for failures that would
   // otherwise leave the other replicas waiting forever.
   [[noreturn]] virtual void abortAll(const std::string& message) = 0;
+
+  // The thread that runs this communicator's asynchronous all-reduces (reduction_thread.h), started
+  // on first use. One per communicator, so that its reductions keep the order they were started
+  // in, which is the order every replica starts them in.
+  ReductionThread& reductionThread();
+
+ private:
+  std::mutex threadMutex_;
+  std::unique_ptr<ReductionThread> thread_;
 };
 
 // The identity communicator of a single replica.
-std::unique_ptr<Communicator> singleReplica();
+std::unique_ptr<Communicator> singleReplica(const CommunicatorOptions& options = {});
 // The communicator of this process: MPI's world when launched by mpirun (initialising MPI once;
-// an error if this kiln was built without MPI), else a single replica.
+// an error if this kiln was built without MPI), else a single replica. The first call's options
+// stand for the rest of the process.
 Expected<Communicator*> worldCommunicator(const CommunicatorOptions& options = {});
 
 }  // namespace kiln::collectives

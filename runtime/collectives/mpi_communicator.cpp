@@ -5,6 +5,9 @@
 //    different ranks).
 //  - A dead or stalled rank must not hang the others: collectives are non-blocking calls polled
 //    against a deadline; past it, the rank names itself and the call and aborts the whole job.
+//  - All-reduces of a step run on the communicator's reduction thread while the main thread
+//    computes (reduction_thread.h), so MPI is initialised for calls from several threads, one at a
+//    time (MPI_THREAD_SERIALIZED).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -25,6 +28,7 @@ namespace kiln::collectives {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kSpinBeforeSleeping{2};
 
 std::string mpiErrorText(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -55,13 +59,15 @@ MPI_Datatype mpiType(DType t) {
 
 class MpiWorld final : public Communicator {
  public:
-  explicit MpiWorld(CommunicatorOptions options) : options_(options) {
+  MpiWorld(CommunicatorOptions options, bool serialized) : options_(options), serialized_(serialized) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  std::chrono::milliseconds timeout() const override { return options_.timeout; }
+  bool allowsOtherThreads() const override { return serialized_; }
 
   Status allReduce(void* data, int64_t count, DType dtype, ReduceKind kind, const std::string& what) override {
     if (count == 0) return {};
@@ -116,7 +122,7 @@ class MpiWorld final : public Communicator {
   // does not finish in time means another rank died or stalls, so the job is aborted.
   Status finish(int rc, MPI_Request& request, const char* call, const std::string& what) {
     if (rc != MPI_SUCCESS) return Error(fmt::format("rank {}: {} for {} failed: {}", rank_, call, what, mpiErrorText(rc)));
-    Clock::time_point deadline = Clock::now() + options_.timeout;
+    Clock::time_point start = Clock::now(), deadline = start + options_.timeout;
     for (int done = 0;;) {
       rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) return Error(fmt::format("rank {}: {} for {} failed: {}", rank_, call, what, mpiErrorText(rc)));
@@ -125,7 +131,12 @@ class MpiWorld final : public Communicator {
         abortAll(fmt::format("kiln: rank {} of {}: {} for {} did not complete within {} ms: another rank has died or "
                              "stalls; aborting every rank",
                              rank_, size_, call, what, options_.timeout.count()));
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      // Open MPI moves a non-blocking collective's data only inside MPI calls (no progress thread),
+      // so a sleep between tests stretches every message segment: sleeping 20 us from the start
+      // made a 392 KiB reduction take 5 ms on 2 ranks, polling with yields for the first 2 ms
+      // 0.75 ms. Then it backs off, so a long wait for a late rank leaves the cores to the kernels.
+      if (Clock::now() - start < kSpinBeforeSleeping) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 
@@ -149,6 +160,7 @@ class MpiWorld final : public Communicator {
   }
 
   CommunicatorOptions options_;
+  bool serialized_;
   int rank_ = 0, size_ = 1;
 };
 
@@ -158,8 +170,10 @@ Expected<Communicator*> initMpiWorld(const CommunicatorOptions& options) {
   static std::optional<Error> failure;
   static std::once_flag once;
   std::call_once(once, [&] {
+    // SERIALIZED: the reduction thread makes MPI calls while the main thread runs kernels, never
+    // two threads at once (runs wait for their reductions before the main thread calls MPI again).
     int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) {
       failure = Error("MPI_Init failed: " + mpiErrorText(rc));
       return;
@@ -171,7 +185,7 @@ Expected<Communicator*> initMpiWorld(const CommunicatorOptions& options) {
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
     });
-    world = std::make_unique<MpiWorld>(options);
+    world = std::make_unique<MpiWorld>(options, provided >= MPI_THREAD_SERIALIZED);
   });
   if (failure) return *failure;
   return world.get();
@@ -183,7 +197,7 @@ Expected<Communicator*> initMpiWorld(const CommunicatorOptions& options) {
 Expected<Communicator*> worldCommunicator(const CommunicatorOptions& options) {
   ReplicaInfo info = replicaFromEnvironment();
   if (!info.launchedByMpi || info.size == 1) {
-    static std::unique_ptr<Communicator> single = singleReplica();
+    static std::unique_ptr<Communicator> single = singleReplica(options);
     return single.get();
   }
 #if KILN_HAVE_MPI

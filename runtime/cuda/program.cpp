@@ -1,10 +1,12 @@
 // Compiling, loading and running a function on the GPU (program.h).
 #include "runtime/cuda/program.h"
 
+#include <deque>
 #include <optional>
 
 #include "codegen/nvptx_target.h"
 #include "runtime/collectives/all_reduce_step.h"
+#include "runtime/collectives/in_flight.h"
 #include "runtime/donation.h"
 #include "runtime/cuda/driver.h"
 
@@ -25,6 +27,22 @@ std::string describe(const Value* v, std::string_view role) {
 // Bytes of one slice along axis 0.
 size_t rowBytes(const TensorType& t) {
   return t.shape.empty() || t.shape[0] == 0 ? 0 : t.byteSize() / static_cast<size_t>(t.shape[0]);
+}
+
+// Two timing events around work queued on one stream.
+struct Span {
+  Event start, end;
+  Expected<float> milliseconds() const { return end.millisecondsSince(start); }
+};
+
+// A span whose start is recorded on `stream` now; the caller records its end after the work.
+Expected<Span> startTiming(CUstream stream) {
+  auto start = Event::create();
+  auto end = Event::create();
+  if (!start) return start.error();
+  if (!end) return end.error();
+  KILN_TRY(start->record(stream));
+  return Span{std::move(*start), std::move(*end)};
 }
 
 bool hasRegionSteps(const codegen::BlockPlan& plan) {
@@ -89,14 +107,23 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
 
 // The state of one run: every value's device address. Values of regions get the program's own
 // buffers (reused by later iterations and runs); `map` parameters borrow slices of their operands.
+// Reductions in flight on the NCCL stream, by the event each records when done.
 class Program::Run {
  public:
   Run(Program& p, const ExecuteOptions& options) : p_(p), options_(options) {}
+  // A run that failed part way still orders the compute stream after the reductions it started:
+  // they write buffers the next run reuses.
+  ~Run() {
+    for (const auto& e : inFlight_.takeAll()) api().cuStreamWaitEvent(p_.stream_.get(), e.handle, 0);
+  }
 
   void bind(const Value* v, CUdeviceptr address) { addr_[v] = address; }
 
+  // A step first waits for the reductions it reads; the plan's end, which hands over results or
+  // yields, for all.
   Status runPlan(const codegen::BlockPlan& plan) {
     for (const codegen::Step& step : plan.steps) {
+      KILN_TRY(await(inFlight_.takeNeededBy(plan, step)));
       if (step.kind == codegen::Step::Kind::Kernel) {
         KILN_TRY(launch(plan.groups[static_cast<size_t>(step.group)]));
       } else if (step.region.op->kind() == OpKind::Map) {
@@ -105,7 +132,7 @@ class Program::Run {
         KILN_TRY(runWhile(step.region));
       }
     }
-    return {};
+    return await(inFlight_.takeAll());
   }
 
   // After the stream finished: the first error a kernel raised, as the interpreter would word it.
@@ -143,14 +170,12 @@ class Program::Run {
       if (!a) return a.error();
       args.push_back(*a);
     }
+    if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
     std::optional<Timed> timed;
     if (options_.kernelMilliseconds) {
-      auto start = Event::create();
-      auto end = Event::create();
-      if (!start) return start.error();
-      if (!end) return end.error();
-      timed.emplace(Timed{group.name, std::move(*start), std::move(*end)});
-      KILN_TRY(timed->start.record(p_.stream_.get()));
+      auto span = startTiming(p_.stream_.get());
+      if (!span) return span.error();
+      timed.emplace(Timed{group.name, std::move(*span)});
     }
     auto ranLibrary = callLibrary(k, args);
     if (!ranLibrary) return ranLibrary.error();
@@ -161,13 +186,68 @@ class Program::Run {
       KILN_CU(cuLaunchKernel, group.name, k.function, k.shape.blocks, 1, 1, k.shape.threadsPerBlock, 1, 1, 0,
               p_.stream_.get(), params.data(), nullptr);
     }
-    if (group.ops.size() == 1 && collectives::isAllReduce(*group.ops[0]))
-      KILN_TRY(p_.reduceAcrossReplicas(*group.ops[0], args.back(), options_));
     if (timed) {
-      KILN_TRY(timed->end.record(p_.stream_.get()));
+      KILN_TRY(timed->span.end.record(p_.stream_.get()));
       timed_.push_back(std::move(*timed));
     }
+    return reduceAcrossReplicas(group, args.back());
+  }
+
+  // An all_reduce's kernel wrote this replica's value into its result; NCCL then reduces it in
+  // place. Overlapped: on the NCCL stream once the compute stream has reached this point (event
+  // `ready`), recording `done` for the readers to wait on, while the compute stream goes on.
+  // Synchronous: on the compute stream itself.
+  Status reduceAcrossReplicas(const codegen::KernelGroup& group, CUdeviceptr result) {
+    const Op* op = collectives::allReduceOf(group);
+    if (!op || options_.collectives == CollectiveMode::Skipped) return {};
+    KILN_TRY(p_.joinReplicas(*op, options_));
+    if (options_.schedule) options_.schedule->push_back("start " + group.name);
+    bool overlap = options_.collectives == CollectiveMode::Overlapped;
+    CUstream stream = overlap ? p_.ncclStream_->get() : p_.stream_.get();
+    if (overlap) {
+      auto ready = orderingEvent();
+      if (!ready) return ready.error();
+      KILN_TRY((*ready)->record(p_.stream_.get()));
+      KILN_CU(cuStreamWaitEvent, group.name, stream, (*ready)->get(), 0);
+    }
+    std::optional<TimedReduction> timed;
+    if (options_.collectiveTimings) {
+      auto span = startTiming(stream);
+      if (!span) return span.error();
+      timed.emplace(TimedReduction{&group, std::move(*span)});
+    }
+    const TensorType& t = group.results[0]->type();
+    Status s = p_.nccl_->allReduce(result, t.numElements(), t.dtype, collectives::reduceKindOf(*op), stream,
+                                   collectives::describeAllReduce(*op));
+    if (!s) return s.error().at(op->loc());
+    if (timed) {
+      KILN_TRY(timed->span.end.record(stream));
+      timedReductions_.push_back(std::move(*timed));
+    }
+    if (!overlap) return {};
+    auto done = orderingEvent();
+    if (!done) return done.error();
+    KILN_TRY((*done)->record(stream));
+    inFlight_.add(group, (*done)->get());
     return {};
+  }
+
+  // The compute stream waits (on the device; the host goes on queueing) for these reductions.
+  Status await(const std::vector<collectives::InFlight<CUevent>::Entry>& entries) {
+    for (const auto& e : entries) {
+      if (options_.schedule) options_.schedule->push_back("wait " + e.group->name);
+      KILN_CU(cuStreamWaitEvent, e.group->name, p_.stream_.get(), e.handle, 0);
+    }
+    return {};
+  }
+
+  // An event of this run for ordering the two streams (destroyed with the run; the driver keeps a
+  // recorded event alive until the device has passed it).
+  Expected<const Event*> orderingEvent() {
+    auto e = Event::create(CU_EVENT_DISABLE_TIMING);
+    if (!e) return e.error();
+    events_.push_back(std::move(*e));
+    return &events_.back();
   }
 
   Expected<LibraryOutcome> callCudnn(const codegen::ConvCall& conv, const std::vector<CUdeviceptr>& buffers,
@@ -196,12 +276,19 @@ class Program::Run {
   }
 
  public:
-  // Adds the timed launches to options.kernelMilliseconds (after the stream finished).
-  Status collectKernelTimes() {
+  // Adds the timed launches to options.kernelMilliseconds and the timed reductions to
+  // options.collectiveTimings (after the streams finished).
+  Status collectTimes() {
     for (const Timed& t : timed_) {
-      auto ms = t.end.millisecondsSince(t.start);
+      auto ms = t.span.milliseconds();
       if (!ms) return ms.error();
       (*options_.kernelMilliseconds)[t.kernel] += *ms;
+    }
+    for (const TimedReduction& t : timedReductions_) {
+      auto ms = t.span.milliseconds();
+      if (!ms) return ms.error();
+      int64_t bytes = static_cast<int64_t>(t.group->results[0]->type().byteSize());
+      options_.collectiveTimings->push_back({t.group->name, bytes, *ms, 0});
     }
     return {};
   }
@@ -293,13 +380,20 @@ class Program::Run {
 
   struct Timed {
     std::string kernel;
-    Event start, end;
+    Span span;
+  };
+  struct TimedReduction {
+    const codegen::KernelGroup* group;
+    Span span;
   };
 
   Program& p_;
   const ExecuteOptions& options_;
   std::unordered_map<const Value*, CUdeviceptr> addr_;
   std::vector<Timed> timed_;
+  std::vector<TimedReduction> timedReductions_;
+  collectives::InFlight<CUevent> inFlight_;
+  std::deque<Event> events_;  // a deque: the events' addresses stay put as it grows
 };
 
 void Program::prepareLibraries() {
@@ -373,14 +467,11 @@ Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vecto
     if (!captured) return captured.error();
     graph = graphs_.emplace(key, std::move(*captured)).first;
   }
-  std::optional<Event> start, end;
+  std::optional<Span> step;
   if (options.stepMilliseconds) {
-    auto s = Event::create();
-    auto e = Event::create();
-    if (!s) return s.error();
-    if (!e) return e.error();
-    start.emplace(std::move(*s)), end.emplace(std::move(*e));
-    KILN_TRY(start->record(stream));
+    auto span = startTiming(stream);
+    if (!span) return span.error();
+    step.emplace(std::move(*span));
   }
   if (useGraph && graph != graphs_.end()) {
     KILN_TRY(graph->second.launch(stream));
@@ -389,33 +480,32 @@ Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vecto
     if (warmedUp_.size() >= 4 * kMaxGraphs) warmedUp_.clear();
     warmedUp_.insert(std::move(key));
   }
-  if (end) {
-    KILN_TRY(end->record(stream));
-    auto ms = end->millisecondsSince(*start);
+  if (step) KILN_TRY(step->end.record(stream));
+  // With collectives queued, wait through NCCL before anything that blocks on the stream (reading
+  // the timing events too): a dead peer then ends in an error, not a hang. The compute stream has
+  // waited for the NCCL stream's reductions, so it is the one to poll.
+  if (nccl_) KILN_TRY(nccl_->wait(stream, "the step's all_reduce"));
+  if (step) {
+    auto ms = step->milliseconds();
     if (!ms) return ms.error();
     *options.stepMilliseconds = *ms;
   }
-  if (options.kernelMilliseconds) KILN_TRY(run.collectKernelTimes());
-  // With collectives queued, wait through NCCL: a dead peer then ends in an error, not a hang.
-  if (nccl_) KILN_TRY(nccl_->wait(stream, "the step's all_reduce"));
+  if (options.kernelMilliseconds || options.collectiveTimings) KILN_TRY(run.collectTimes());
   int32_t word = 0;
   KILN_TRY(copyToHost(&word, statusWord_.address(), sizeof word, stream));
   return run.kernelError(word);
 }
 
-Status Program::reduceAcrossReplicas(const Op& op, CUdeviceptr result, const ExecuteOptions& options) {
-  if (!nccl_) {
-    auto comm = collectives::communicatorFor(options.communicator);
-    if (!comm) return comm.error().at(op.loc());
-    auto nccl = NcclCommunicator::create(**comm, collectives::CommunicatorOptions{}.timeout);
-    if (!nccl) return nccl.error().at(op.loc());
-    nccl_ = std::move(*nccl);
-  }
-  const TensorType& t = op.result()->type();
-  auto kind = op.attr("reduce").getString() == "mean" ? collectives::ReduceKind::Mean : collectives::ReduceKind::Sum;
-  Status s = nccl_->allReduce(result, t.numElements(), t.dtype, kind, stream_.get(),
-                              "all_reduce of %" + op.operand(0)->name() + " at line " + std::to_string(op.loc().line));
-  if (!s) return s.error().at(op.loc());
+Status Program::joinReplicas(const Op& op, const ExecuteOptions& options) {
+  if (nccl_) return {};
+  auto comm = collectives::communicatorFor(options.communicator);
+  if (!comm) return comm.error().at(op.loc());
+  auto nccl = NcclCommunicator::create(**comm, (*comm)->timeout());
+  if (!nccl) return nccl.error().at(op.loc());
+  auto stream = Stream::create();
+  if (!stream) return stream.error().at(op.loc());
+  nccl_ = std::move(*nccl);
+  ncclStream_.emplace(std::move(*stream));
   return {};
 }
 

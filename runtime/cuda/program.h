@@ -1,12 +1,15 @@
 // A function compiled for the GPU: its PTX loaded into the device's context, and the list of
 // thunks (kernel launches, library calls, copies) one run executes in order on the program's
 // stream. A step without host-driven regions (`map` loops the vectorize pass left, `while`) is
-// captured once as a CUDA graph and replayed, so a small step costs one launch.
+// captured once as a CUDA graph and replayed, so a small step costs one launch. all_reduce results
+// are reduced across replicas by NCCL on a second stream, ordered with events, so that a gradient
+// bucket's reduction overlaps the kernels after it.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -81,10 +84,10 @@ class Program {
   // Loads cuBLASLt / cuDNN where a thunk calls them; where one cannot be loaded its thunks fall
   // back to their generated kernels, and libraryNote_ says so.
   void prepareLibraries();
-  // Queues the in-place all-reduce of an all_reduce's result across the replicas on the stream,
-  // through NCCL (created on first use over the run's communicator; with one replica too, so a
-  // single GPU exercises the same path).
-  Status reduceAcrossReplicas(const Op& op, CUdeviceptr result, const ExecuteOptions& options);
+  // NCCL over the run's communicator and the stream its reductions run on, created on the first
+  // all_reduce (with one replica too, so a single GPU exercises the same path). NCCL's deadline is
+  // the communicator's timeout (kiln train --collective-timeout).
+  Status joinReplicas(const Op& op, const ExecuteOptions& options);
 
   codegen::CudaCompilation compiled_;
   Device* device_;
@@ -95,6 +98,7 @@ class Program {
   bool hasRegions_ = false;
   bool hasAllReduce_ = false;
   std::unique_ptr<NcclCommunicator> nccl_;
+  std::optional<Stream> ncclStream_;
   std::string libraryNote_;
   std::unique_ptr<CublasLt> cublasLt_;
   std::unique_ptr<Cudnn> cudnn_;

@@ -30,9 +30,9 @@ Status Stream::synchronize(std::string_view after) const {
   return check(api().cuStreamSynchronize(stream_), "cuStreamSynchronize", what);
 }
 
-Expected<Event> Event::create() {
+Expected<Event> Event::create(unsigned flags) {
   CUevent e = nullptr;
-  KILN_CU(cuEventCreate, "", &e, CU_EVENT_DEFAULT);
+  KILN_CU(cuEventCreate, "", &e, flags);
   return Event(e);
 }
 

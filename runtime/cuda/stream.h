@@ -27,10 +27,11 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
-// An event for timing (not CU_EVENT_DISABLE_TIMING) or ordering.
+// An event for timing (CU_EVENT_DEFAULT) or only ordering streams (CU_EVENT_DISABLE_TIMING, which
+// records and waits faster).
 class Event {
  public:
-  static Expected<Event> create();
+  static Expected<Event> create(unsigned flags = CU_EVENT_DEFAULT);
   Event(Event&& o) noexcept : event_(o.event_) { o.event_ = nullptr; }
   Event& operator=(Event&& o) noexcept;
   Event(const Event&) = delete;

@@ -1,37 +1,30 @@
 #!/usr/bin/env python3
 """Data-parallel `kiln train` under mpirun, on the CPU backend (ctest mpi_train_data_parallel):
 
-  1. mpirun -np 2 and -np 4 (with --accumulate 2 too) end with parameters bit-identical on every
-     rank (kiln train checks and says so) and equal, within f32 rounding, to one process training
-     on the same global batches;
+  1. mpirun -np 2 and -np 4 (with --accumulate 2 too; with one bucket and with several, whose
+     reductions overlap the backward pass) end with parameters bit-identical on every rank (kiln
+     train checks and says so) and equal, within f32 rounding, to one process training on the same
+     global batches;
   2. --replicas 2 starts the two ranks itself;
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
-     checkpoint written before it stays valid: --resume continues from it.
+     checkpoint written before it stays valid: --resume continues from it;
+  4. a rank that hangs mid-run makes the others' reductions pass --collective-timeout: rank 0
+     names itself and the call and the job ends.
 """
-import argparse
 import os
 import subprocess
 import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PARAMS = ["w1", "b1", "w2", "b2", "w3", "b3"]
+from mpi_check import MLP, MLP_PARAMS as PARAMS, start
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--kiln", required=True)
-    p.add_argument("--mpirun", required=True)
-    p.add_argument("--workdir", required=True)
-    a = p.parse_args()
-    os.makedirs(a.workdir, exist_ok=True)
-    os.chdir(a.workdir)
+    a = start(__doc__.splitlines()[0], 256)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
-    subprocess.run([sys.executable, os.path.join(ROOT, "examples/train/make_dataset.py"), "blobs", "data", "--n", "256"],
-                   check=True, stdout=subprocess.DEVNULL)
-    model = os.path.join(ROOT, "examples/train/mlp_classifier.kiln")
+    model = MLP
 
     def train(ranks, save, *extra, fault=None, check=True):
         cmd = [a.kiln, "train", model, "--backend", "cpu", "--params", ",".join(PARAMS), "--data",
@@ -54,8 +47,9 @@ def main():
         print("ok: %s" % what)
 
     train(1, "single", "--steps", "12")
-    for ranks, extra in ((2, []), (4, []), (4, ["--accumulate", "2"])):
-        out = "np%d%s" % (ranks, "acc" if extra else "")
+    # Small buckets: several reductions per step, each overlapping the gradients still computed.
+    for ranks, extra in ((2, ["--bucket-bytes", "4096"]), (4, []), (4, ["--accumulate", "2", "--bucket-bytes", "1024"])):
+        out = "np%d%s" % (ranks, "acc" if "--accumulate" in extra else "")
         r = train(ranks, out, "--steps", "12", *extra)
         if "replicas: all %d hold the same parameters" % ranks not in r.stdout:
             sys.exit("%s: kiln train did not confirm identical replicas:\n%s" % (out, r.stdout))
@@ -79,6 +73,15 @@ def main():
     print("ok: rank 1 died, the job ended with exit %d" % r.returncode)
     train(2, "ckpt", "--steps", "6", "--resume", "ckpt")
     same("single", "ckpt", "6 steps, a failed resume, then 6 resumed steps equal 12 steps")
+
+    # A rank that hangs: rank 0's reduction (on its reduction thread) passes the 2 s deadline, names
+    # itself and the call, and ends the job.
+    r = train(2, "stall", "--steps", "4", "--collective-timeout", "2", fault="stall:1:3", check=False)
+    if r.returncode == 0 or "stalling before step 3" not in r.stderr:
+        sys.exit("a stalled rank went unnoticed:\n%s%s" % (r.stdout, r.stderr))
+    if "rank 0 of 2: MPI_Reduce for all_reduce of %" not in r.stderr or "did not complete within 2000 ms" not in r.stderr:
+        sys.exit("the timeout message does not name the rank and the call:\n%s" % r.stderr)
+    print("ok: rank 1 stalled, rank 0 timed out after 2 s and ended the job (exit %d)" % r.returncode)
 
 
 if __name__ == "__main__":
