@@ -220,12 +220,17 @@ def run_case(backend, case, cfg, copy_gbps):
         check = "ok" if err <= tolerance(case, cfg.precision) else "FAIL"
     del out, args
     backend.free()
+    return case_record(backend, case, cfg, copy_gbps, stats, compile_s, check, err, backend.mode)
+
+
+def case_record(backend, case, cfg, copy_gbps, stats, compile_s, check, err, mode, **extra):
+    """A timed case's record: measure()'s stats with the case's byte and FLOP models."""
     return make_record(backend.name, case.name, case.dtype, case.shape, backend.device,
                        median_ms=stats["median_ms"], nbytes=case.bytes_moved, flops=case.flops,
                        copy_gbps=copy_gbps, p10_ms=stats["p10_ms"], p90_ms=stats["p90_ms"],
                        batch=stats["batch"], samples=stats["samples"], compile_s=compile_s, check=check,
-                       rel_err=err, group=case.group, version=backend.version, mode=backend.mode,
-                       precision=cfg.precision)
+                       rel_err=err, group=case.group, version=backend.version, mode=mode,
+                       precision=cfg.precision, **extra)
 
 
 def run_framework(backend, case_list, cfg):
@@ -246,7 +251,7 @@ def run_framework(backend, case_list, cfg):
         emit(make_record(backend.name, "d2d_copy", "u8", f"{cfg.copy_mib}MiB", backend.device,
                          error=f"{type(e).__name__}: {e}"), cfg.out)
     backend.free()
-    from train_run import run_train_case  # imports this module's make_record and measure
+    from train_run import run_train_case  # it imports this module's case_record and measure
     failures = 0
     for case in case_list:
         if time.perf_counter() - start > cfg.budget_s:

@@ -208,10 +208,9 @@ class TrainStep:
         f64 = lambda t: t.detach().to(torch.float64).cpu().numpy()  # noqa: E731
         out = {"loss": float(self.out[0]), "accuracy": float(self.out[1])}
         for i, lin in enumerate(self.linears, start=1):
-            for name, p, t in ((f"w{i}", lin.weight, True), (f"b{i}", lin.bias, False)):
+            for name, p in ((f"w{i}", lin.weight), (f"b{i}", lin.bias)):
                 state = self.opt.state[p]
-                tr = (lambda a: a.T) if t else (lambda a: a)
-                out[f"new_{name}"] = tr(f64(p))
-                out[f"new_m_{name}"] = tr(f64(state["exp_avg"]))
-                out[f"new_v_{name}"] = tr(f64(state["exp_avg_sq"]))
+                for key, t in ((f"new_{name}", p), (f"new_m_{name}", state["exp_avg"]),
+                               (f"new_v_{name}", state["exp_avg_sq"])):
+                    out[key] = f64(t).T  # weights back to kiln's [in, out]; .T leaves a vector as it is
         return out

@@ -6,7 +6,7 @@ optimizer state of the one before, as a training loop does."""
 import time
 
 import train_cases
-from harness import make_record, measure
+from harness import case_record, measure
 from train_reference import check_step, reference_step
 
 _REFERENCE = {}  # case name -> reference results: a GPU-sized case's takes seconds of NumPy
@@ -41,9 +41,5 @@ def run_train_case(backend, case, cfg, copy_gbps):
     stats = measure(step.time, cfg.warmup, cfg.samples, cfg.target_ms)
     del step
     backend.free()
-    return make_record(backend.name, case.name, case.dtype, case.shape, backend.device,
-                       median_ms=stats["median_ms"], nbytes=case.bytes_moved, flops=case.flops,
-                       copy_gbps=copy_gbps, p10_ms=stats["p10_ms"], p90_ms=stats["p90_ms"],
-                       batch=stats["batch"], samples=stats["samples"], compile_s=compile_s, check=check,
-                       rel_err=err, group=case.group, version=backend.version, mode=backend.train_mode,
-                       precision=cfg.precision, check_detail=detail)
+    return case_record(backend, case, cfg, copy_gbps, stats, compile_s, check, err, backend.train_mode,
+                       check_detail=detail)
