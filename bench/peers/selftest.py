@@ -1,8 +1,7 @@
 """harness.py --self-test: checks the cases, their byte and FLOP models, the NumPy mirror of every
 example and the runner, with NumPy alone (no torch, no JAX, no GPU); with --kiln also that kiln
 parses every generated case and plans the one-kernel ones as modelled. The training steps' part is
-train_selftest.py. ctest runs it as
-peers_self_test (label bench)."""
+train_selftest.py. ctest runs it as peers_self_test (label bench)."""
 
 import contextlib
 import io

@@ -155,7 +155,8 @@ class TrainStep:
     torch.optim.Adam (fused=True: one multi-tensor kernel, PyTorch's fastest Adam), and the whole
     step -- forward, loss.backward(), opt.step(), opt.zero_grad() -- under one torch.compile, as
     PyTorch's tutorials compile a training step. Dynamo breaks the graph at backward(): the forward
-    and its AOT-compiled backward are one graph, the optimizer step another. Mixed precision is
+    and its AOT-compiled backward are one graph; the fused Adam kernel runs as is (PyTorch keeps it
+    out of Dynamo's graphs). Mixed precision is
     torch.autocast(bfloat16) around the forward, the loss computed from float32 logits. Parameters
     and state are updated in place, so step() is the next step."""
 
