@@ -183,6 +183,8 @@ def build_table(kiln_records, peer_records, machine=None, date=None, backend="cu
             peer_cell(p["torch"], "median_ms", fmt_ms), fmt_num(k.get("gbps")) if k else NA,
             fmt_pct(k.get("pct_of_copy")) if k else NA, peer_cell(p["jax"], "pct_of_copy", fmt_pct),
             peer_cell(p["torch"], "pct_of_copy", fmt_pct), ratio]) + " |")
+        if k and k.get("check") == "FAIL":  # training steps: bench/peers/train_kiln.py checks kiln's results
+            errors.append(f"- kiln, {case}: result check FAILED ({k.get('check_detail') or k.get('rel_err')})")
         for fw, r in p.items():
             if r and r.get("error"):
                 errors.append(f"- {PEER_TITLES[fw]}, {case}: {r['error']}")

@@ -76,6 +76,15 @@ class CompareTest(unittest.TestCase):
         self.assertIn("- jax, cnn: XlaRuntimeError: out of memory", text)
         self.assertIn("- torch.compile, mlp: result check FAILED (rel err 0.5)", text)
 
+    def test_training_steps_order_and_kiln_check(self):
+        text = self.table([kiln("train_mlp_large_f32", "total", 3.0, tflops=48.7, check="FAIL",
+                                check_detail="worst new_m_w1 rel err 0.2 (tolerance 0.0001)"),
+                           kiln("softmax", "total", 1.0), kiln("softmax_8192x8192_f32", "total", 1.0)], [])
+        self.assertEqual(list(rows_of(text))[:3], ["softmax_8192x8192_f32", "train_mlp_large_f32", "softmax"])
+        self.assertEqual(rows_of(text)["train_mlp_large_f32"][1:3], ["f32", "1024x1024"])  # from train_cases.py
+        self.assertIn("- kiln, train_mlp_large_f32: result check FAILED (worst new_m_w1 rel err 0.2", text)
+        self.assertIn("| train_mlp_large_f32 | f32 | 48.7 | n/a | n/a |", text)
+
     def test_kernels_summed_when_no_total_line(self):
         text = self.table([kiln("mlp", "k0_matmul", 0.01), kiln("mlp", "k1_fusion", 0.02)], [])
         self.assertEqual(rows_of(text)["mlp"][3], "0.0300 (sum)")

@@ -14,11 +14,15 @@
 #   sanitizer  compute-sanitizer memcheck on the CUDA tests of kiln_runtime_tests/kiln_codegen_tests
 #              ($KILN_SANITIZER_FILTER) and on `kiln run --backend cuda` of every example, once that runs
 #   bench      `kiln bench FILE --backend cuda --json` on every example and large case
-#   peers      bench/peers/harness.py: the same cases through jax.jit and torch.compile
+#   train      the training-step cases (bench/peers/train_cases.py): kiln's step (kiln train
+#              --print-step) checked with `kiln run` and timed with `kiln bench`, by train_kiln.py;
+#              then the same steps through jax.jit and torch.compile (harness.py --group train)
+#   peers      bench/peers/harness.py: the other cases through jax.jit and torch.compile
 #   compare    bench/compare.py: one Markdown table of both
 #   lit        the lit suite with the bundled lit.py and FileCheck (CPU only; last, skipped if the
 #              budget is spent)
-# --dry-run stops after `env` and prints the commands of the other steps. Without a GPU
+# --dry-run stops after `env` and prints the commands of the other steps. `--steps env,train,compare`
+# gets the training-step table alone in one call. Without a GPU
 # (no nvidia-smi, or it lists none) the GPU steps are skipped with a message.
 #
 # Results go to $OUT (default /tmp/kiln-device-out), as at most 8 files (the device tool returns no
@@ -31,7 +35,7 @@ B=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${OUT:-/tmp/kiln-device-out}
 WORK=${KILN_WORK:-/tmp/kbundle}
 KDEPS=${KDEPS:-/tmp/kdeps}
-STEPS="env,unit,sanitizer,bench,peers,compare,lit"
+STEPS="env,unit,sanitizer,bench,train,peers,compare,lit"
 BUDGET=${KILN_DEVICE_BUDGET_S:-540}   # the device tool stops a command at 600 s
 PEERS_ARGS=${PEERS_ARGS:-}
 DRY=0
@@ -145,6 +149,11 @@ export KILN_CACHE_DIR=$WORK/kiln-cache
 export B WORK KDEPS OUT BIN SRC CASES PEERS_DIR COMPARE KILN_LD_LIBRARY_PATH PEERS_ARGS
 k() { LD_LIBRARY_PATH="$KILN_LD_LIBRARY_PATH" "$@"; }   # run one of kiln's binaries
 export -f k
+# kiln for Python scripts that run it (train_kiln.py): the bundled libraries for kiln alone.
+KILN_SH=$WORK/kiln.sh
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$KILN_LD_LIBRARY_PATH" "$BIN/kiln" > "$KILN_SH"
+chmod +x "$KILN_SH"
+export KILN_SH
 
 HAVE_GPU=0
 if ! command -v nvidia-smi >/dev/null; then
@@ -169,7 +178,7 @@ run_step() {  # run_step NAME LIMIT_S FUNCTION
   [ "$limit" -gt "$left" ] && limit=$left
   log "step $name: start (timeout ${limit}s, log $logf)"
   t0=$SECONDS
-  STEP_LIMIT=$limit timeout -k 10 "$limit" bash -o pipefail -c "$fn" > "$logf" 2>&1
+  STEP_LIMIT=$limit STEP_START=$SECONDS timeout -k 10 "$limit" bash -o pipefail -c "$fn" > "$logf" 2>&1
   rc=$?
   case $rc in 0) st=ok ;; 124|137) st="TIMEOUT after ${limit}s" ;; *) st="FAILED (exit $rc)" ;; esac
   STATUS+=("$name|$st|$((SECONDS - t0))|$(grep -v '^\s*$' "$logf" | tail -1 | cut -c1-150 | tr '|' '/')")
@@ -252,12 +261,25 @@ step_bench() {
   done
   return $rc
 }
+step_train() {
+  # kiln first (its check runs the NumPy reference too), then each framework gets half of what is
+  # left, less a margin for the case running at the deadline.
+  local rc=0 per
+  PYTHONUNBUFFERED=1 python3 "$PEERS_DIR/train_kiln.py" --kiln "$KILN_SH" --backend cuda --work "$WORK/train" \
+    --out "$OUT/kiln_bench.jsonl" 2>&1 | cut -c1-400 || rc=1
+  per=$(( (STEP_LIMIT - (SECONDS - STEP_START) - 30) / 2 ))
+  [ $per -lt 20 ] && per=20
+  PYTHONUNBUFFERED=1 python3 "$PEERS_DIR/harness.py" --framework all --group train --out "$OUT/peers.jsonl" \
+    --budget-s "$per" 2>&1 | cut -c1-400 || rc=1
+  return $rc
+}
 step_peers() {
   # Each framework gets half of what is left, less a margin for the case running at the deadline.
+  # The training cases are the train step's; --peers-args "--group ..." overrides.
   local per=$(( (STEP_LIMIT - 40) / 2 ))
   [ $per -lt 20 ] && per=20
-  PYTHONUNBUFFERED=1 python3 "$PEERS_DIR/harness.py" --framework all --out "$OUT/peers.jsonl" --budget-s "$per" \
-    $PEERS_ARGS 2>&1 | cut -c1-400
+  PYTHONUNBUFFERED=1 python3 "$PEERS_DIR/harness.py" --framework all --group large,example --out "$OUT/peers.jsonl" \
+    --budget-s "$per" $PEERS_ARGS 2>&1 | cut -c1-400
 }
 step_compare() {
   python3 "$COMPARE" --kiln "$OUT/kiln_bench.jsonl" --peers "$OUT/peers.jsonl" \
@@ -275,7 +297,7 @@ EOF
   LD_LIBRARY_PATH="$KILN_LD_LIBRARY_PATH" python3 "$WORK/lit/lit.py" -s -j "$(nproc)" "$WORK/lit-site"
 }
 export GPU_NAME=${GPU_NAME:-}
-export -f step_env step_unit step_sanitizer step_bench step_peers step_compare step_lit
+export -f step_env step_unit step_sanitizer step_bench step_train step_peers step_compare step_lit
 
 : > "$OUT/kiln_bench.jsonl"
 : > "$OUT/peers.jsonl"
@@ -287,7 +309,9 @@ if [ $DRY = 1 ]; then
   unit       $BIN/kiln_*_tests and kiln_api_quickstart, LD_LIBRARY_PATH=$KILN_LD_LIBRARY_PATH
   sanitizer  compute-sanitizer --tool memcheck on kiln_runtime_tests/kiln_codegen_tests --gtest_filter=${KILN_SANITIZER_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*}, and on kiln run --backend cuda per example
   bench      $BIN/kiln bench FILE --backend cuda --json for $CASES/*.kiln and $SRC/examples/*.kiln -> $OUT/kiln_bench.jsonl
-  peers      python3 $PEERS_DIR/harness.py --framework all --out $OUT/peers.jsonl $PEERS_ARGS
+  train      python3 $PEERS_DIR/train_kiln.py --kiln $KILN_SH --backend cuda --work $WORK/train --out $OUT/kiln_bench.jsonl;
+             python3 $PEERS_DIR/harness.py --framework all --group train --out $OUT/peers.jsonl
+  peers      python3 $PEERS_DIR/harness.py --framework all --group large,example --out $OUT/peers.jsonl $PEERS_ARGS
   compare    python3 $COMPARE --kiln $OUT/kiln_bench.jsonl --peers $OUT/peers.jsonl -o $OUT/RESULTS.md
   lit        python3 $WORK/lit/lit.py -s $WORK/lit-site (FileCheck from $WORK/llvm)
 EOF
@@ -297,10 +321,11 @@ has_step unit && run_step unit 150 step_unit
 if [ $HAVE_GPU = 1 ]; then
   has_step sanitizer && run_step sanitizer 120 step_sanitizer
   has_step bench && run_step bench 120 step_bench
+  has_step train && run_step train 300 step_train
   has_step peers && run_step peers 300 step_peers
 else
   log "$GPU_WHY"
-  for s in sanitizer bench peers; do has_step $s && STATUS+=("$s|skipped|0|$GPU_WHY"); done
+  for s in sanitizer bench train peers; do has_step $s && STATUS+=("$s|skipped|0|$GPU_WHY"); done
 fi
 has_step compare && run_step compare 30 step_compare
 has_step lit && run_step lit 120 step_lit

@@ -64,6 +64,7 @@ class Tensor:
 class Case:
     name: str                     # the join key with `kiln bench --json` (the .kiln file's stem)
     group: str                    # "large" (fills a GPU; the performance contract) or "example"
+                                  # (train_cases.TrainCase: "train")
     kiln_text: str                # the kiln program; params and outputs are parsed from it
     fn: Callable                  # fn(o, *params) -> result or tuple of results
     flops: int = 0                # matmul/conv FLOPs (2*M*N*K each); 0: not compute-bound
@@ -394,14 +395,19 @@ def large_cases():
 
 
 def all_cases():
-    """Large cases first: they are the performance contract, and a time budget may cut the tail."""
-    return large_cases() + example_cases()
+    """Large cases first: they are the performance contract, and a time budget may cut the tail.
+    Then the training steps (train_cases.py: one Adam step of an MLP classifier), then the examples."""
+    from train_cases import train_cases  # it imports Tensor from here
+    return large_cases() + train_cases() + example_cases()
 
 
-def select(names=None, group=None):
+def select(names=None, groups=None):
     cases = all_cases()
-    if group:
-        cases = [c for c in cases if c.group == group]
+    if groups:
+        unknown = sorted(set(groups) - {c.group for c in cases})
+        if unknown:
+            raise SystemExit(f"unknown group(s): {', '.join(unknown)} (expected large, train or example)")
+        cases = [c for c in cases if c.group in groups]
     if names:
         known = {c.name: c for c in all_cases()}
         missing = [n for n in names if n not in known]

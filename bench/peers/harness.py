@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peers' side of kiln's benchmark: the cases of cases.py through jax.jit and torch.compile.
 
-  harness.py [--framework all|torch|jax] [--cases A,B] [--group large|example] [--out FILE]
+  harness.py [--framework all|torch|jax] [--cases A,B] [--group large,train,example] [--out FILE]
   harness.py --self-test [--kiln PATH]     checks cases, byte/FLOP models, the NumPy mirror of every
                                            example and the runner, without torch or jax
   harness.py --list                        the cases
@@ -220,12 +220,17 @@ def run_case(backend, case, cfg, copy_gbps):
         check = "ok" if err <= tolerance(case, cfg.precision) else "FAIL"
     del out, args
     backend.free()
+    return case_record(backend, case, cfg, copy_gbps, stats, compile_s, check, err, backend.mode)
+
+
+def case_record(backend, case, cfg, copy_gbps, stats, compile_s, check, err, mode, **extra):
+    """A timed case's record: measure()'s stats with the case's byte and FLOP models."""
     return make_record(backend.name, case.name, case.dtype, case.shape, backend.device,
                        median_ms=stats["median_ms"], nbytes=case.bytes_moved, flops=case.flops,
                        copy_gbps=copy_gbps, p10_ms=stats["p10_ms"], p90_ms=stats["p90_ms"],
                        batch=stats["batch"], samples=stats["samples"], compile_s=compile_s, check=check,
-                       rel_err=err, group=case.group, version=backend.version, mode=backend.mode,
-                       precision=cfg.precision)
+                       rel_err=err, group=case.group, version=backend.version, mode=mode,
+                       precision=cfg.precision, **extra)
 
 
 def run_framework(backend, case_list, cfg):
@@ -246,6 +251,7 @@ def run_framework(backend, case_list, cfg):
         emit(make_record(backend.name, "d2d_copy", "u8", f"{cfg.copy_mib}MiB", backend.device,
                          error=f"{type(e).__name__}: {e}"), cfg.out)
     backend.free()
+    from train_run import run_train_case  # it imports this module's case_record and measure
     failures = 0
     for case in case_list:
         if time.perf_counter() - start > cfg.budget_s:
@@ -253,7 +259,8 @@ def run_framework(backend, case_list, cfg):
                              error=f"skipped: the {cfg.budget_s:.0f} s budget of --budget-s is spent"), cfg.out)
             continue
         try:
-            rec = run_case(backend, case, cfg, copy_gbps)
+            run = run_train_case if case.group == "train" else run_case
+            rec = run(backend, case, cfg, copy_gbps)
             failures += rec["check"] == "FAIL"
         except Exception as e:  # noqa: BLE001: one failing case gives an error record, the run goes on
             failures += 1
@@ -319,7 +326,7 @@ def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--framework", default="all", help="all (default), torch or jax")
     ap.add_argument("--cases", help="comma-separated case names (default: all; see --list)")
-    ap.add_argument("--group", choices=("large", "example"), help="only this group of cases")
+    ap.add_argument("--group", help="only these groups of cases, comma-separated: large, train, example")
     ap.add_argument("--out", help="also append the JSON lines to this file")
     ap.add_argument("--budget-s", type=float, default=240.0,
                     help="per framework: cases that would start after this many seconds are skipped (default 240)")
@@ -359,7 +366,8 @@ def main(argv=None):
         return casedefs.main([])
     if cfg.framework == "all":
         return run_all(argv, cfg)
-    case_list = casedefs.select(cfg.cases.split(",") if cfg.cases else None, cfg.group)
+    groups = cfg.group.split(",") if cfg.group else None
+    case_list = casedefs.select(cfg.cases.split(",") if cfg.cases else None, groups)
     backend = load_backend(cfg.framework, cfg)
     if backend is None:
         return 0

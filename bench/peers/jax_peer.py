@@ -94,6 +94,7 @@ class Backend:
             raise NoDevice(why)
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if cfg.precision == "tf32" else "highest")
         self.mode = "jax.jit"
+        self.train_mode = "jax.jit(value_and_grad + optax.adam, params and state donated)"
         self.copy_note = "jit(x + 1) over float32 (an identity jit may be elided)"
         self.ops = JaxOps()
         self._copy = None
@@ -130,7 +131,73 @@ class Backend:
             return np.asarray(y.astype(jnp.float32) if y.dtype in HALF else y).astype(np.float64)
         return np.asarray(y).astype(np.int64)
 
+    def train_step(self, case, inputs):
+        return TrainStep(case, inputs, self.dev)
+
     def free(self):
         self._copy = None
         gc.collect()
         jax.clear_caches()
+
+
+# --- the training step (train_cases.py) -------------------------------------------------------
+
+class TrainStep:
+    """One optimizer step as JAX users write it: jax.value_and_grad of the loss (with accuracy as
+    aux) and optax.adam's update, in one jax.jit with the parameters and the optimizer state
+    donated (donate_argnums), so XLA updates them in place. step() carries them into the next call."""
+
+    def __init__(self, case, inputs, dev):
+        import optax
+        from train_cases import ADAM_BETAS, ADAM_EPS
+        compute = jnp.bfloat16 if case.precision == "bf16" else jnp.float32
+        layers = case.layers
+
+        def loss_fn(params, x, y):
+            h = x
+            for i in range(1, layers + 1):
+                # Mixed precision as Flax's Dense(dtype=bfloat16, param_dtype=float32) does it.
+                z = jnp.matmul(h.astype(compute), params[f"w{i}"].astype(compute)) + params[f"b{i}"].astype(compute)
+                h = jnp.tanh(z) if i < layers else z
+            logits = h.astype(jnp.float32)
+            loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+            return loss, jnp.mean(jnp.argmax(logits, axis=1) == y)
+
+        self.opt = optax.adam(case.lr, b1=ADAM_BETAS[0], b2=ADAM_BETAS[1], eps=ADAM_EPS)
+
+        def step(params, opt_state, x, y):
+            (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, x, y)
+            updates, opt_state = self.opt.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss, accuracy
+
+        self.fn = jax.jit(step, donate_argnums=(0, 1))
+        self.names = case.param_names
+        self.params = {n: jax.device_put(inputs[n], dev) for n in self.names}
+        self.state = self.opt.init(self.params)
+        self.x = jax.device_put(inputs["x"], dev)
+        self.y = jax.device_put(inputs["y"].astype(np.int32), dev)
+        self.out = None
+
+    def step(self):
+        self.params, self.state, loss, accuracy = self.fn(self.params, self.state, self.x, self.y)
+        self.out = (loss, accuracy)
+
+    def sync(self):
+        jax.block_until_ready((self.params, self.out))
+
+    def time(self, k):
+        t0 = time.perf_counter()
+        for _ in range(k):
+            self.step()
+        self.sync()
+        return (time.perf_counter() - t0) * 1e3
+
+    def results(self):
+        """After a step: loss, accuracy and the new parameters, m and v by train_cases' names."""
+        adam = self.state[0]  # optax.adam = chain(scale_by_adam, scale_by_learning_rate)
+        out = {"loss": float(self.out[0]), "accuracy": float(self.out[1])}
+        for n in self.names:
+            out[f"new_{n}"] = np.asarray(self.params[n], np.float64)
+            out[f"new_m_{n}"] = np.asarray(adam.mu[n], np.float64)
+            out[f"new_v_{n}"] = np.asarray(adam.nu[n], np.float64)
+        return out

@@ -1,7 +1,7 @@
 """harness.py --self-test: checks the cases, their byte and FLOP models, the NumPy mirror of every
 example and the runner, with NumPy alone (no torch, no JAX, no GPU); with --kiln also that kiln
-parses every generated case and plans the one-kernel ones as modelled. ctest runs it as
-peers_self_test (label bench)."""
+parses every generated case and plans the one-kernel ones as modelled. The training steps' part is
+train_selftest.py. ctest runs it as peers_self_test (label bench)."""
 
 import contextlib
 import io
@@ -13,6 +13,7 @@ import sys
 import time
 
 import cases as casedefs
+import train_selftest
 from harness import HERE, NumpyOps, make_record, numpy_eval, rel_error, run_framework
 
 
@@ -180,6 +181,10 @@ def self_test(kiln=None):
            "cases carry the copy bandwidth of their run")
     expect(recs[3]["error"] and "no_such_op" in recs[3]["error"] and fails == 1, "a failing case is an error record")
     expect(recs[6]["error"] and recs[6]["error"].startswith("skipped"), "past the budget, cases are skipped")
+
+    # The training steps: reference, models, runner and (with --kiln) kiln's step.
+    Cfg.budget_s = 60
+    train_selftest.self_test(expect, FakeBackend, Cfg, kiln)
 
     # With --kiln: kiln parses every generated case, and where DESIGN.md's performance contract says
     # a case is one kernel, `kiln explain` plans one kernel moving exactly the modelled bytes.

@@ -87,6 +87,7 @@ class Backend:
         # cases (compile()) so no case silently falls back to eager.
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
         self.mode = f"torch.compile(mode={cfg.torch_mode})"
+        self.train_mode = f"torch.compile(mode={cfg.torch_mode}) of forward + backward + Adam(fused=True) step"
         self.copy_note = "dst.copy_(src), uint8 tensors"
         self.ops = TorchOps()
         self._copy = None
@@ -137,8 +138,80 @@ class Backend:
         y = y.to(torch.float64) if y.is_floating_point() else y.to(torch.int64)
         return y.cpu().numpy()
 
+    def train_step(self, case, inputs):
+        return TrainStep(case, inputs, self)
+
     def free(self):
         self._copy = None
         gc.collect()
         if self.cuda:
             torch.cuda.empty_cache()
+
+
+# --- the training step (train_cases.py) -------------------------------------------------------
+
+class TrainStep:
+    """One optimizer step as PyTorch users write it: an nn.Sequential of nn.Linear and nn.Tanh,
+    torch.optim.Adam (fused=True: one multi-tensor kernel, PyTorch's fastest Adam), and the whole
+    step -- forward, loss.backward(), opt.step(), opt.zero_grad() -- under one torch.compile, as
+    PyTorch's tutorials compile a training step. Dynamo breaks the graph at backward(): the forward
+    and its AOT-compiled backward are one graph; the fused Adam kernel runs as is (PyTorch keeps it
+    out of Dynamo's graphs). Mixed precision is
+    torch.autocast(bfloat16) around the forward, the loss computed from float32 logits. Parameters
+    and state are updated in place, so step() is the next step."""
+
+    def __init__(self, case, inputs, backend):
+        from train_cases import ADAM_BETAS, ADAM_EPS
+        dev = backend.dev
+        mods = []
+        for i in range(1, case.layers + 1):
+            lin = torch.nn.Linear(case.widths[i - 1], case.widths[i])
+            with torch.no_grad():  # nn.Linear keeps weight as [out, in]: kiln's w transposed
+                lin.weight.copy_(torch.from_numpy(inputs[f"w{i}"]).T)
+                lin.bias.copy_(torch.from_numpy(inputs[f"b{i}"]))
+            mods += [lin, torch.nn.Tanh()]
+        model = torch.nn.Sequential(*mods[:-1]).to(dev)
+        self.linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+        self.names = case.param_names
+        opt = torch.optim.Adam(model.parameters(), lr=case.lr, betas=ADAM_BETAS, eps=ADAM_EPS, fused=True)
+        mixed = case.precision == "bf16"
+
+        def train_step(x, y):
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=mixed):
+                logits = model(x)
+            loss = F.cross_entropy(logits.float(), y)
+            accuracy = (logits.argmax(1) == y).float().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            return loss.detach(), accuracy
+
+        self.opt = opt
+        torch._dynamo.reset()
+        self.fn = torch.compile(train_step, mode=backend.cfg.torch_mode)
+        self.x = torch.from_numpy(inputs["x"]).to(dev)
+        self.y = torch.from_numpy(inputs["y"]).to(dev).long()  # cross_entropy takes int64 labels
+        self.backend = backend
+        self.out = None
+
+    def step(self):
+        self.out = self.fn(self.x, self.y)
+
+    def sync(self):
+        self.backend.sync()
+
+    def time(self, k):
+        return self.backend._time(self.step, k)
+
+    def results(self):
+        """After a step: loss, accuracy and the new parameters, m and v by train_cases' names."""
+        self.sync()
+        f64 = lambda t: t.detach().to(torch.float64).cpu().numpy()  # noqa: E731
+        out = {"loss": float(self.out[0]), "accuracy": float(self.out[1])}
+        for i, lin in enumerate(self.linears, start=1):
+            for name, p in ((f"w{i}", lin.weight), (f"b{i}", lin.bias)):
+                state = self.opt.state[p]
+                for key, t in ((f"new_{name}", p), (f"new_m_{name}", state["exp_avg"]),
+                               (f"new_v_{name}", state["exp_avg_sq"])):
+                    out[key] = f64(t).T  # weights back to kiln's [in, out]; .T leaves a vector as it is
+        return out
