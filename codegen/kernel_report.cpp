@@ -65,9 +65,7 @@ void reportBlock(const BlockPlan& plan, const std::string& region, Target target
 }  // namespace
 
 std::string locationText(const SourceLoc& loc) {
-  if (!loc.known()) return "unknown location";
-  return (loc.file.empty() ? std::string("<input>") : loc.file) + ":" + std::to_string(loc.line) + ":" +
-         std::to_string(loc.col);
+  return loc.known() ? loc.str() : "unknown location";
 }
 
 std::vector<KernelReport> reportKernels(const BlockPlan& plan, Target target) {

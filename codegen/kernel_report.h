@@ -51,7 +51,7 @@ Expected<PlanReport> reportPlan(const Function& function, const CompileOptions& 
 // called "fusion" is known yet.
 CompileOptions withoutFusion(CompileOptions options);
 
-// "mlp.kiln:6:9", or "unknown location".
+// "mlp.kiln:6:9", "model.onnx: node 3 'relu_1' (Relu)", or "unknown location".
 std::string locationText(const SourceLoc& loc);
 
 }  // namespace kiln::codegen

@@ -6,10 +6,16 @@
 
 namespace kiln {
 
+std::string SourceLoc::str() const {
+  if (!known()) return "";
+  std::string where = file.empty() ? "<input>" : file;
+  if (line > 0) return where + ":" + std::to_string(line) + ":" + std::to_string(col);
+  return where + ": " + node;
+}
+
 std::string Error::str() const {
   if (!loc_.known()) return "error: " + message_;
-  std::string where = loc_.file.empty() ? "<input>" : loc_.file;
-  return where + ":" + std::to_string(loc_.line) + ":" + std::to_string(loc_.col) + ": error: " + message_;
+  return loc_.str() + ": error: " + message_;
 }
 
 void internalError(const char* file, int line, const std::string& what) {

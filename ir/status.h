@@ -8,13 +8,22 @@
 
 namespace kiln {
 
-// Where something came from in a .kiln file. An empty file means "no location" (built in C++).
+// Where something came from: a line and column of a .kiln file, or a node of a file that has no
+// lines (an ONNX model: file "model.onnx", node "node 3 'relu_1' (Relu)"). Neither means "no
+// location" (built in C++).
 struct SourceLoc {
+  SourceLoc() = default;
+  SourceLoc(std::string file, int line, int col, std::string node = {})
+      : file(std::move(file)), line(line), col(col), node(std::move(node)) {}
+
   std::string file;
   int line = 0;
   int col = 0;
+  std::string node;
 
-  bool known() const { return line > 0; }
+  bool known() const { return line > 0 || !node.empty(); }
+  // "mlp.kiln:6:9" or "model.onnx: node 3 'relu_1' (Relu)"; "" when not known.
+  std::string str() const;
 };
 
 // A user-facing error: "file:line:col: error: message", or "error: message" without a location.

@@ -268,7 +268,7 @@ int run(const Command& c, const Args& args) {
 
 Command benchCommand() {
   Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
-            "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH.npy]...\n"
+            "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH]...\n"
             "                [--seed N] [--json] [--disable-passes LIST]",
             "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
             "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
@@ -287,7 +287,7 @@ Command benchCommand() {
              {"--backend", "NAME", "cpu, cuda or auto (default auto)"},
              {"--reps", "N", "timed runs (default 50)"},
              {"--warmup", "N", "untimed runs first (default 5)"},
-             {"--input", "NAME=PATH", "take parameter %NAME from a .npy file", true},
+             {"--input", "NAME=PATH", "take parameter %NAME from a NumPy .npy or an ONNX TensorProto .pb file", true},
              {"--seed", "N", "seed for the random inputs (default 0)"},
              {"--json", "", "one JSON line per kernel and for the step"},
              disablePassesFlag()},

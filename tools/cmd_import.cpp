@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 
 #include "frontend/onnx/onnx_import.h"
-#include "ir/npy.h"
 #include "ir/printer.h"
 #include "tools/cli.h"
+#include "tools/inputs.h"
 
 namespace kiln::cli {
 
@@ -19,13 +19,7 @@ bool readKnownValues(const Command& c, const Args& args, OnnxImportOptions& opti
       return false;
     }
     std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    Expected<Tensor> value = Error("");
-    if (path.size() >= 4 && path.substr(path.size() - 4) == ".npy") {
-      value = readNpy(path);
-    } else {
-      auto t = readOnnxTensorFile(path);
-      value = t ? Expected<Tensor>(std::move(t->value)) : Expected<Tensor>(t.error());
-    }
+    Expected<Tensor> value = readTensorFile(path);
     if (!value) {
       reportError(value.error());
       return false;

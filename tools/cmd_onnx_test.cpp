@@ -39,22 +39,23 @@ Expected<std::set<std::string>> readNameList(const std::string& path) {
   return names;
 }
 
-// Each DIR is a test folder (holding model.onnx) or a folder of them (data/node).
+// Each DIR is a test folder (holding model.onnx, or data.json for a downloadable model) or a
+// folder of them (data/node, data/real).
 std::vector<fs::path> findTests(const std::vector<std::string>& dirs, std::string& problem) {
   std::vector<fs::path> tests;
   for (const std::string& d : dirs) {
     std::error_code ec;
-    if (fs::exists(fs::path(d) / "model.onnx", ec)) {
+    if (isOnnxTestFolder(d)) {
       tests.push_back(d);
       continue;
     }
     if (!fs::is_directory(d, ec)) {
-      problem = "'" + d + "' is neither a test folder (with model.onnx) nor a folder of them";
+      problem = "'" + d + "' is neither a test folder (with model.onnx or data.json) nor a folder of them";
       return {};
     }
     std::vector<fs::path> found;
     for (const auto& e : fs::directory_iterator(d, ec))
-      if (fs::exists(e.path() / "model.onnx")) found.push_back(e.path());
+      if (isOnnxTestFolder(e.path().string())) found.push_back(e.path());
     std::sort(found.begin(), found.end());
     tests.insert(tests.end(), found.begin(), found.end());
   }
@@ -225,11 +226,12 @@ int run(const Command& c, const Args& args) {
 Command onnxTestCommand() {
   Command c{"onnx-test", "run ONNX backend node tests (model.onnx + test_data_set_*)",
             "kiln onnx-test DIR... [--backend interp|cpu|cuda] [--jobs N] [--tests FILE] [--expect-pass FILE]",
-            "Runs ONNX backend node tests: each DIR is a test folder (model.onnx and test_data_set_*/input_*.pb,\n"
+            "Runs ONNX backend tests: each DIR is a test folder (model.onnx and test_data_set_*/input_*.pb,\n"
             "output_*.pb) or a folder of them (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node).\n"
             "A test imports the model with its inputs known at compile time (ops that need an input's value,\n"
-            "such as Reshape's shape, take it from there), runs it and compares each output with rtol 1e-3,\n"
-            "atol 1e-7 (ONNX's tolerances). Prints PASS name, FAIL name: <first mismatch or error> or\n"
+            "such as Reshape's shape, take it from there), runs it and compares each output as ONNX's runner\n"
+            "does: rtol 1e-3, atol 1e-7, or those of a folder's data.json (a downloadable model, looked for\n"
+            "in $ONNX_MODELS or $ONNX_HOME/models). Prints PASS name, FAIL name: <first mismatch or error> or\n"
             "UNSUPPORTED name: <what kiln lacks> per test, then `onnx: P passed, F failed, U unsupported`.\n"
             "--expect-pass FILE makes the exit status 1 when a test named in FILE does not pass.",
             {{"--backend", "NAME", "interp (default), cpu or cuda"},

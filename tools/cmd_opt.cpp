@@ -19,7 +19,7 @@ int listPasses() {
 
 // "file:line:col: remark: [pass] message", the shape of an error line, so editors jump to it.
 void printRemark(const passes::Remark& r) {
-  std::string where = r.loc.known() ? fmt::format("{}:{}:{}: ", r.loc.file, r.loc.line, r.loc.col) : "";
+  std::string where = r.loc.known() ? r.loc.str() + ": " : "";
   fmt::print(stderr, "{}remark: [{}] {}\n", where, r.pass, r.message);
 }
 

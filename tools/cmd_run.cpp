@@ -113,19 +113,20 @@ int run(const Command& c, const Args& args) {
 
 Command runCommand() {
   Command c{"run", "run a function on given or random inputs",
-            "kiln run FILE [--entry NAME] [--backend interp|cpu|cuda|auto] [--input NAME=PATH.npy]... [--seed N] [--out DIR]\n"
+            "kiln run FILE [--entry NAME] [--backend interp|cpu|cuda|auto] [--input NAME=PATH]... [--seed N] [--out DIR]\n"
             "                [--disable-passes LIST] [--dump-dir DIR]",
             "Runs the entry function of FILE (@main, else the first; - reads standard input). Each\n"
-            "parameter takes its value from --input NAME=PATH.npy (a NumPy .npy file of exactly the\n"
-            "parameter's type) or, if none is given, from a deterministic random generator: floats in\n"
-            "[-1, 1), integers in [0, 10) or in range for the gather/cross-entropy they feed, bools.\n"
+            "parameter takes its value from --input NAME=PATH (a NumPy .npy or an ONNX TensorProto .pb\n"
+            "file of exactly the parameter's type) or, if none is given, from a deterministic random\n"
+            "generator: floats in [-1, 1), integers in [0, 10) or in range for the gather/cross-entropy\n"
+            "they feed, bools.\n"
             "Prints each result's type, its first values and checksums; --out DIR also writes result i\n"
             "to DIR/result_<i>.npy. Compiled backends run the pass pipeline first (`kiln opt --list-passes`);\n"
             "--disable-passes skips some or all of it, to compare results with and without.\n"
             "Exits 1 with a located message on a bad file, input or run-time error.",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "interp, cpu, cuda or auto (default auto: the best one built and usable here)"},
-             {"--input", "NAME=PATH", "take parameter %NAME from a .npy file", true},
+             {"--input", "NAME=PATH", "take parameter %NAME from a NumPy .npy or an ONNX TensorProto .pb file", true},
              {"--seed", "N", "seed for the random inputs (default 0)"},
              {"--out", "DIR", "write result i to DIR/result_<i>.npy"},
              {"--dump-dir", "DIR", "cpu: write the kiln IR, LLVM IR before/after O3 and assembly of every kernel to DIR"},

@@ -1,5 +1,5 @@
-// The inputs a command runs a function on (`kiln run`, `kiln bench`): --input NAME=PATH.npy for
-// some parameters, deterministic random tensors for the rest.
+// The inputs a command runs a function on (`kiln run`, `kiln bench`): --input NAME=PATH (a NumPy
+// .npy or an ONNX TensorProto .pb) for some parameters, deterministic random tensors for the rest.
 #pragma once
 
 #include <optional>
@@ -25,7 +25,10 @@ std::optional<T> parseInteger(const std::string& text) {
   }
 }
 
-// One tensor per parameter of `f`: from --input NAME=PATH.npy (exactly the parameter's type) or
+// A tensor from a NumPy .npy file or an ONNX TensorProto .pb file (by the extension).
+Expected<Tensor> readTensorFile(const std::string& path);
+
+// One tensor per parameter of `f`: from --input NAME=PATH (exactly the parameter's type) or
 // random from `seed` (runtime/random_inputs.h). `sources` says where each came from, for printing.
 // A bad flag or file is reported (usage error or located message) and gives nullopt.
 std::optional<std::vector<Tensor>> programInputs(const Command& c, const Args& args, const Function& f, uint64_t seed,

@@ -1,17 +1,21 @@
-// Runs one ONNX node test folder. Every test_data_set_* is imported with its own inputs known at
+// Runs one ONNX backend test folder. Every test_data_set_* is imported with its own inputs known at
 // compile time (an op that needs an input's value, such as Reshape's shape, takes it from there),
-// run, and compared output by output.
+// run, and compared output by output as ONNX's runner does (Runner.assert_similar_outputs): the
+// dtype and shape exactly, numbers (ints too) with np.testing.assert_allclose's rule in double
+// (NaN matches NaN, an infinity only itself), bools exactly.
 #include "tools/onnx_test_case.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 
 #include "frontend/onnx/onnx_import.h"
+#include "tools/flat_json.h"
 
 namespace kiln::cli {
 
@@ -41,8 +45,11 @@ std::vector<fs::path> numberedFiles(const fs::path& dir, const std::string& pref
   return out;
 }
 
+// Floats in the shortest form that reads back as the same value of their dtype (1.01, not
+// 1.0099999904632568 for an f32).
 std::string elementStr(const Tensor& t, int64_t i) {
-  if (isFloat(t.dtype())) return fmt::format("{}", t.getDouble(i));
+  if (t.dtype() == DType::F64) return fmt::format("{}", t.getDouble(i));
+  if (isFloat(t.dtype())) return fmt::format("{}", static_cast<float>(t.getDouble(i)));
   return std::to_string(t.getInt(i));
 }
 
@@ -51,11 +58,11 @@ std::string firstMismatch(const Tensor& got, const Tensor& want, const OnnxToler
   if (got.type() != want.type()) return fmt::format("got {}, expected {}", got.type().str(), want.type().str());
   for (int64_t i = 0; i < got.numElements(); ++i) {
     bool ok;
-    if (isFloat(want.dtype())) {
+    if (want.dtype() == DType::Bool) {
+      ok = got.getBool(i) == want.getBool(i);
+    } else {
       double g = got.getDouble(i), w = want.getDouble(i);
       ok = (std::isnan(g) && std::isnan(w)) || g == w || std::abs(g - w) <= tol.atol + tol.rtol * std::abs(w);
-    } else {
-      ok = got.getInt(i) == want.getInt(i);
     }
     if (!ok) return fmt::format("element {} is {}, expected {}", i, elementStr(got, i), elementStr(want, i));
   }
@@ -89,6 +96,8 @@ const TensorType* findType(const std::map<std::string, TensorType>& types, const
 }
 
 OnnxTestOutcome fail(std::string detail) { return {OnnxTestOutcome::Fail, firstLine(detail)}; }
+// A run-time error, with the node it points at ("node 2 'g' (Gather): gather: index 7 is out of range ...").
+OnnxTestOutcome fail(const Error& e) { return fail(e.loc().node.empty() ? e.message() : e.loc().node + ": " + e.message()); }
 OnnxTestOutcome unsupported(const std::vector<OnnxUnsupported>& list) { return {OnnxTestOutcome::Unsupported, joinUnsupported(list)}; }
 
 OnnxTestOutcome runDataSet(const fs::path& model, const fs::path& set, Backend backend, const OnnxTolerance& tol) {
@@ -124,7 +133,7 @@ OnnxTestOutcome runDataSet(const fs::path& model, const fs::path& set, Backend b
   RunOptions run;
   run.backend = backend;
   auto results = runFunction(*imported->entry, inputs, run);
-  if (!results) return fail(results.error().message());
+  if (!results) return fail(results.error());
   if (results->size() != expected.size())
     return fail(fmt::format("{} results, {} expected outputs", results->size(), expected.size()));
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -136,16 +145,49 @@ OnnxTestOutcome runDataSet(const fs::path& model, const fs::path& set, Backend b
 
 }  // namespace
 
-OnnxTestOutcome runOnnxTestCase(const std::string& dir, Backend backend, const OnnxTolerance& tolerance) {
-  fs::path model = fs::path(dir) / "model.onnx";
-  if (!fs::exists(model)) return fail(dir + " has no model.onnx");
+bool isOnnxTestFolder(const std::string& dir) {
+  std::error_code ec;
+  return fs::exists(fs::path(dir) / "model.onnx", ec) || fs::exists(fs::path(dir) / "data.json", ec);
+}
+
+Expected<OnnxTestFolder> locateOnnxTest(const std::string& dir) {
+  OnnxTestFolder folder;
+  std::error_code ec;
+  if (fs::exists(fs::path(dir) / "model.onnx", ec)) {
+    folder.modelDir = dir;
+    return folder;
+  }
+  fs::path jsonPath = fs::path(dir) / "data.json";
+  auto json = readFlatJson(jsonPath.string());
+  if (!json) return json.error();
+  auto name = json->string("model_name");
+  if (!name || name->empty()) return Error(jsonPath.string() + " names no model_name");
+  folder.url = json->string("url").value_or("");
+  folder.tolerance.rtol = json->number("rtol").value_or(folder.tolerance.rtol);
+  folder.tolerance.atol = json->number("atol").value_or(folder.tolerance.atol);
+  fs::path models;
+  if (const char* m = std::getenv("ONNX_MODELS"); m && *m) models = m;
+  else if (const char* h = std::getenv("ONNX_HOME"); h && *h) models = fs::path(h) / "models";
+  else if (const char* home = std::getenv("HOME"); home && *home) models = fs::path(home) / ".onnx" / "models";
+  else return Error(dir + ": cannot tell where the downloaded model lies (set ONNX_MODELS or HOME)");
+  folder.modelDir = (models / *name).string();
+  if (!fs::exists(fs::path(folder.modelDir) / "model.onnx", ec))
+    return Error(dir + ": the model '" + *name + "' is not downloaded: unpack " + (folder.url.empty() ? "it" : folder.url) +
+                 " into " + models.string() + " (as ONNX's test runner does), or set ONNX_MODELS");
+  return folder;
+}
+
+OnnxTestOutcome runOnnxTestCase(const std::string& dir, Backend backend) {
+  auto folder = locateOnnxTest(dir);
+  if (!folder) return fail(folder.error().message());
+  fs::path model = fs::path(folder->modelDir) / "model.onnx";
   std::vector<fs::path> sets;
-  for (const auto& e : fs::directory_iterator(dir))
+  for (const auto& e : fs::directory_iterator(folder->modelDir))
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
   std::sort(sets.begin(), sets.end());
-  if (sets.empty()) return fail(dir + " has no test_data_set_* folder");
+  if (sets.empty()) return fail(folder->modelDir + " has no test_data_set_* folder");
   for (const fs::path& set : sets) {
-    OnnxTestOutcome o = runDataSet(model, set, backend, tolerance);
+    OnnxTestOutcome o = runDataSet(model, set, backend, folder->tolerance);
     if (o.kind != OnnxTestOutcome::Pass) return o;
   }
   return {OnnxTestOutcome::Pass, ""};

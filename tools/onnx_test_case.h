@@ -19,6 +19,22 @@ struct OnnxTolerance {
   double atol = 1e-7;
 };
 
-OnnxTestOutcome runOnnxTestCase(const std::string& dir, Backend backend, const OnnxTolerance& tolerance = {});
+// A test folder as ONNX's loader (onnx/backend/test/loader) reads it. A folder with model.onnx is
+// a node test: the model and its test_data_set_* lie in it, compared with the default tolerances.
+// A folder with only a data.json describes a downloadable model test ({"model_name", "url",
+// "rtol", "atol"}): its tolerances come from there, and the model and data sets from where ONNX's
+// runner unpacks the download, $ONNX_MODELS/<model_name>, else $ONNX_HOME/models/<model_name>
+// (ONNX_HOME defaults to ~/.onnx).
+struct OnnxTestFolder {
+  std::string modelDir;  // holds model.onnx and test_data_set_*
+  OnnxTolerance tolerance;
+  std::string url;  // where a downloadable model comes from ("" for node tests)
+};
+
+// True for a folder that is a test (model.onnx or data.json in it).
+bool isOnnxTestFolder(const std::string& dir);
+Expected<OnnxTestFolder> locateOnnxTest(const std::string& dir);
+
+OnnxTestOutcome runOnnxTestCase(const std::string& dir, Backend backend);
 
 }  // namespace kiln::cli

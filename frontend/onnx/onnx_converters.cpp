@@ -11,13 +11,17 @@ const ConverterTable& converters() {
     addReductionConverters(t);
     addNormalizationConverters(t);
     addLinalgConverters(t);
+    addEinsumConverters(t);
     addLayoutConverters(t);
     addTensorConverters(t);
     addIndexingConverters(t);
     addLossConverters(t);
     addNnConverters(t);
+    addConvConverters(t);
+    addPoolConverters(t);
     addScanConverters(t);
     addResizeConverters(t);
+    addSamplingConverters(t);
     addRecurrentConverters(t);
     return t;
   }();

@@ -21,14 +21,18 @@ void addElementwiseConverters(ConverterTable& table);  // ops_elementwise.cpp: m
 void addActivationConverters(ConverterTable& table);   // ops_activation.cpp
 void addReductionConverters(ConverterTable& table);    // ops_reduction.cpp: Reduce*, ArgMax/Min
 void addNormalizationConverters(ConverterTable& table);  // ops_normalization.cpp: softmax, layer norm, MVN
-void addLinalgConverters(ConverterTable& table);       // ops_linalg.cpp: MatMul, Gemm
+void addLinalgConverters(ConverterTable& table);       // ops_linalg.cpp: MatMul, Gemm, Det
+void addEinsumConverters(ConverterTable& table);       // ops_einsum.cpp
 void addLayoutConverters(ConverterTable& table);       // ops_layout.cpp: Reshape, Slice, Concat, ...
 void addTensorConverters(ConverterTable& table);       // ops_tensor.cpp: Constant, Shape, Cast, Range, ...
 void addIndexingConverters(ConverterTable& table);     // ops_indexing.cpp: GatherElements, OneHot, Trilu, ...
 void addLossConverters(ConverterTable& table);         // ops_loss.cpp: NLL and softmax cross-entropy losses
 void addScanConverters(ConverterTable& table);         // ops_scan.cpp: CumSum, ScatterElements, windows
 void addResizeConverters(ConverterTable& table);       // ops_resize.cpp: Resize, Upsample
+void addSamplingConverters(ConverterTable& table);     // ops_sampling.cpp: GridSample, RoiAlign
 void addRecurrentConverters(ConverterTable& table);    // ops_recurrent.cpp: RNN, GRU, LSTM (unrolled)
-void addNnConverters(ConverterTable& table);           // ops_nn.cpp: Conv, pooling, BatchNormalization, ...
+void addNnConverters(ConverterTable& table);           // ops_nn.cpp: BatchNormalization, LRN, DepthToSpace, ...
+void addConvConverters(ConverterTable& table);         // ops_conv.cpp: Conv, ConvTranspose
+void addPoolConverters(ConverterTable& table);         // ops_pool.cpp: MaxPool, AveragePool, global pools, MaxUnpool
 
 }  // namespace kiln::onnx_import

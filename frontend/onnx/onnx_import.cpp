@@ -140,6 +140,7 @@ Expected<OnnxModel> buildGraph(const onnx::ModelProto& model, const std::string&
   }
   for (const auto& in : graph.input()) {
     if (!asConstants.count(in.name()) || initializers.count(in.name())) continue;
+    b.setLoc(SourceLoc{source, 0, 0, "input '" + in.name() + "'"});
     Value* c = b.constant(options.knownInputs.at(in.name()));
     if (c) c->setName(kilnValueName(in.name()));
     g.values[in.name()] = c;
@@ -148,6 +149,7 @@ Expected<OnnxModel> buildGraph(const onnx::ModelProto& model, const std::string&
     if (options.initializersAsParameters && !asConstants.count(init.name())) continue;
     auto t = initializerValue(init);
     if (!t) return prefixed(t.error());
+    b.setLoc(SourceLoc{source, 0, 0, "initializer '" + init.name() + "'"});
     Value* c = b.constant(std::move(*t));
     if (c) c->setName(kilnValueName(init.name()));
     g.values[init.name()] = c;
@@ -160,6 +162,8 @@ Expected<OnnxModel> buildGraph(const onnx::ModelProto& model, const std::string&
     NodeContext ctx(g, node, i);
     auto it = table.find(node.op_type());
     if (!isDefaultDomain(node.domain()) || it == table.end()) return prefixed(ctx.unsupported("this op"));
+    // Every kiln op of the node points back at it: run-time errors and `kiln explain` name it.
+    b.setLoc(SourceLoc{source, 0, 0, ctx.where()});
     Status s = it->second(ctx);
     if (s && !b.status()) s = b.status();
     // Builder errors name the kiln op ("reshape: ..."); prefix the node they came from.
@@ -180,9 +184,11 @@ Expected<OnnxModel> buildGraph(const onnx::ModelProto& model, const std::string&
     results.push_back(it->second);
     out.resultNames.push_back(o.name());
   }
+  b.setLoc(SourceLoc{source, 0, 0, "graph '" + graph.name() + "'"});
   auto f = b.finish(results);
   if (!f) return prefixed(f.error());
   out.entry = *f;
+  out.entry->setLoc(SourceLoc{source, 0, 0, "graph '" + graph.name() + "'"});
   needed = g.neededAtCompileTime;
   return out;
 }

@@ -1,9 +1,6 @@
 // MatMul (NumPy semantics, as kiln's matmul), Gemm: alpha op(A) op(B) + beta C, with op a
 // transpose when transA/transB is set, and C broadcast to the result (optional from opset 11),
-// and Einsum as a broadcast product summed over the contracted letters.
-#include <algorithm>
-#include <map>
-
+// and Det by Gaussian elimination.
 #include "frontend/onnx/onnx_converters.h"
 
 namespace kiln::onnx_import {
@@ -40,85 +37,55 @@ Status gemm(NodeContext& c) {
   return c.result(c.op(OpKind::Add, {y, C}));
 }
 
-// Einsum without ellipses or repeated letters within a term: every operand is transposed and
-// reshaped onto the equation's letters (1 where it lacks one), all are multiplied, the letters
-// missing from the output are summed away and the rest put in output order.
-Status einsum(NodeContext& c) {
-  auto xs = c.inputs();
-  if (!xs) return xs.error();
-  std::string eq;
-  for (char ch : c.stringAttr("equation", ""))
-    if (ch != ' ') eq += ch;
-  if (eq.find('.') != std::string::npos) return c.unsupported("ellipses ('...')");
-  auto arrow = eq.find("->");
-  std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (terms.size() != xs->size()) return c.error("equation '" + eq + "' has " + std::to_string(terms.size()) + " terms for " + std::to_string(xs->size()) + " inputs");
-  std::string letters;  // every letter, in order of first appearance
-  std::map<char, int64_t> size, count;
-  for (size_t t = 0; t < terms.size(); ++t) {
-    const Shape& s = (*xs)[t]->type().shape;
-    if (terms[t].size() != s.size()) return c.error("term '" + terms[t] + "' does not match operand " + (*xs)[t]->type().str());
-    for (size_t j = 0; j < s.size(); ++j) {
-      char l = terms[t][j];
-      if (terms[t].find(l) != j) return c.unsupported("repeated letters within a term (diagonals)");
-      if (!size.count(l)) letters += l;
-      if (size.count(l) && size[l] != s[j] && size[l] != 1 && s[j] != 1) return c.error("letter '" + std::string(1, l) + "' has sizes " + std::to_string(size[l]) + " and " + std::to_string(s[j]));
-      size[l] = std::max(size.count(l) ? size[l] : 1, s[j]);
-      ++count[l];
-    }
-  }
-  std::string out;
-  if (arrow != std::string::npos) {
-    out = eq.substr(arrow + 2);
-  } else {  // implicit output: the letters used once, in alphabetical order
-    for (char l : letters)
-      if (count[l] == 1) out += l;
-    std::sort(out.begin(), out.end());
-  }
+// Det of [.., n, n]: Gaussian elimination with partial pivoting (as LAPACK's getrf, which NumPy's
+// det uses), unrolled over the static n and batched over the leading dims, in f64. At step k the
+// pivot is the first largest |a| of the remaining column (an argmax), its row is picked with a
+// one-hot mask and swapped with the top row (each swap flips the sign), and the rows below are
+// reduced. det = sign * the product of the pivots. A zero pivot means a zero column: its factors
+// are 0 rather than 0/0, and the determinant comes out 0.
+Status det(NodeContext& c) {
+  auto x = c.input(0);
+  if (!x) return x.error();
+  const TensorType& t = (*x)->type();
+  if (t.rank() < 2 || t.shape[t.shape.size() - 1] != t.shape[t.shape.size() - 2] || !isFloat(t.dtype))
+    return c.error("needs float square matrices [.., n, n], got " + t.str());
+  int64_t n = t.shape.back();
+  Shape batch(t.shape.begin(), t.shape.end() - 2);
+  int64_t b = numElements(batch);
+  if (n == 0) return c.result(c.op(OpKind::BroadcastTo, {c.scalarLike(*x, 1)}, {{"shape", Attr::ints(batch)}}));
+  auto cut = [&](Value* v, int64_t axis, int64_t start, int64_t end) {
+    return c.op(OpKind::Slice, {v}, {{"starts", Attr::ints({start})}, {"ends", Attr::ints({end})}, {"axes", Attr::ints({axis})}});
+  };
+  Value* s = c.reshape(c.cast(*x, DType::F64), {b, n, n});
   Value* product = nullptr;
-  for (size_t t = 0; t < terms.size(); ++t) {
-    std::vector<int64_t> perm;
-    Shape placed;
-    for (char l : letters) {
-      auto at = terms[t].find(l);
-      if (at != std::string::npos) perm.push_back(static_cast<int64_t>(at));
-      placed.push_back(at == std::string::npos ? 1 : (*xs)[t]->type().shape[at]);
-    }
-    Value* v = (*xs)[t];
-    bool identity = true;
-    for (size_t j = 0; j < perm.size(); ++j) identity = identity && perm[j] == static_cast<int64_t>(j);
-    if (!identity) v = c.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(perm)}});
-    v = c.reshape(v, placed);
-    product = product ? c.op(OpKind::Mul, {product, v}) : v;
+  Value* negate = nullptr;
+  for (int64_t m = n; m > 1; --m) {
+    Value* column = c.reshape(cut(s, 2, 0, 1), {b, m});
+    Value* p = c.op(OpKind::Argmax, {c.op(OpKind::Abs, {column})}, {{"axis", Attr(int64_t{1})}, {"keepdims", Attr(true)}});
+    Value* isPivot = c.op(OpKind::Eq, {c.b().iota({DType::I64, {b, m}}, 1), p});
+    Value* pivotRow = c.op(OpKind::ReduceSum, {c.op(OpKind::Select, {c.reshape(isPivot, {b, m, 1}), s, c.scalar(DType::F64, 0)})},
+                           {{"axes", Attr::ints({1})}});
+    // The pivot's row (1 or below) takes the old top row; the top row is now the pivot's.
+    Value* below = c.op(OpKind::Select, {c.reshape(cut(isPivot, 1, 1, m), {b, m - 1, 1}), cut(s, 1, 0, 1), cut(s, 1, 1, m)});
+    Value* pivot = cut(pivotRow, 1, 0, 1);  // [b, 1]
+    Value* zero = c.scalar(DType::F64, 0);
+    Value* factor = c.op(OpKind::Select, {c.reshape(c.op(OpKind::Eq, {pivot, zero}), {b, 1, 1}), zero,
+                                          c.op(OpKind::Div, {cut(below, 2, 0, 1), c.reshape(pivot, {b, 1, 1})})});
+    s = c.op(OpKind::Sub, {cut(below, 2, 1, m), c.op(OpKind::Mul, {factor, c.reshape(cut(pivotRow, 1, 1, m), {b, 1, m - 1})})});
+    product = product ? c.op(OpKind::Mul, {product, pivot}) : pivot;
+    Value* swapped = c.op(OpKind::Ne, {p, c.scalar(DType::I64, 0)});
+    negate = negate ? c.op(OpKind::Xor, {negate, swapped}) : swapped;
   }
-  std::vector<int64_t> summed;
-  std::string kept;
-  for (size_t j = 0; j < letters.size(); ++j) {
-    if (out.find(letters[j]) == std::string::npos) summed.push_back(static_cast<int64_t>(j));
-    else kept += letters[j];
-  }
-  for (char l : out)
-    if (kept.find(l) == std::string::npos) return c.error("output letter '" + std::string(1, l) + "' is in no input");
-  if (!summed.empty()) product = c.op(OpKind::ReduceSum, {product}, {{"axes", Attr::ints(summed)}});
-  if (product && product->type().shape.size() != kept.size()) return c.error("equation '" + eq + "' does not fit its operands");
-  std::vector<int64_t> perm;
-  for (char l : out) perm.push_back(static_cast<int64_t>(kept.find(l)));
-  bool identity = true;
-  for (size_t j = 0; j < perm.size(); ++j) identity = identity && perm[j] == static_cast<int64_t>(j);
-  return c.result(identity ? product : c.op(OpKind::Transpose, {product}, {{"perm", Attr::ints(perm)}}));
+  Value* last = c.reshape(s, {b, 1});
+  product = product ? c.op(OpKind::Mul, {product, last}) : last;
+  if (negate) product = c.op(OpKind::Select, {negate, c.op(OpKind::Neg, {product}), product});
+  return c.result(c.cast(c.reshape(product, batch), t.dtype));
 }
 
 }  // namespace
 
 void addLinalgConverters(ConverterTable& t) {
-  t["Einsum"] = einsum;
+  t["Det"] = det;
   t["MatMul"] = matmul;
   t["Gemm"] = gemm;
 }

@@ -52,3 +52,6 @@ if config.kiln_have_onnx == "ON" and config.protoc and os.path.isdir(config.onnx
     # Encodes a text-format ModelProto (Inputs/*.textproto) into a binary .onnx file.
     config.substitutions.append(
         ("%encode_onnx", config.protoc + " --encode=onnx.ModelProto -I/usr/include onnx/onnx.proto"))
+    # Encodes a text-format TensorProto into a binary .pb file (what --input and --value read).
+    config.substitutions.append(
+        ("%encode_tensor_pb", config.protoc + " --encode=onnx.TensorProto -I/usr/include onnx/onnx.proto"))

@@ -127,7 +127,7 @@ inline bool cudaPresent() {
 
 // "f.kiln:3:5" or "no location", to compare where two errors point.
 inline std::string locationText(const SourceLoc& loc) {
-  return loc.known() ? loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) : "no location";
+  return loc.known() ? loc.str() : "no location";
 }
 
 struct DiffOptions {
