@@ -192,7 +192,9 @@ Status pool(NodeContext& c) {
   Shape out;
   for (size_t i = 0; i < n; ++i) out.push_back(windowOutputs(*w, spatial, i, ceilMode));
   bool dilated = std::any_of(w->dilations.begin(), w->dilations.end(), [](int64_t d) { return d != 1; });
-  if (K == OpKind::MaxPool2d && (dilated || c.wantsOutput(1))) return maxPoolTaps(c, *x, *w, out);
+  // kiln's pools take floats; the taps' max serves every dtype (ONNX MaxPool takes ints since opset 12).
+  bool intMax = K == OpKind::MaxPool2d && !isFloat((*x)->type().dtype);
+  if (K == OpKind::MaxPool2d && (dilated || intMax || c.wantsOutput(1))) return maxPoolTaps(c, *x, *w, out);
   if (dilated) return c.unsupported("dilated average pooling");
   for (size_t i = 0; i < n; ++i)  // the ceil_mode window past the end reads padding
     w->pads[i + n] += std::max<int64_t>(0, (out[i] - 1) * w->strides[i] + w->kernel[i] - (spatial[i] + w->pads[i] + w->pads[i + n]));
