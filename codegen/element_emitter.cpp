@@ -273,7 +273,14 @@ llvm::Value* ElementEmitter::emit(const Value* v, const Index& index) {
   const Op* op = v->definingOp();
   KILN_INTERNAL_CHECK(op && std::find(group_.ops.begin(), group_.ops.end(), op) != group_.ops.end(),
                       "kernel " + group_.name + ": a value is neither an input nor computed in the group");
-  return roundTo(emitOp(*op, v->index(), index), v->type().dtype);
+  // A value read several times at one index (x * x, a chain whose ops each read their operand
+  // twice) is emitted once: re-emitting would grow the IR exponentially in the chain's length.
+  // Reuse is limited to the block the value was finished in, where it dominates what follows.
+  EmittedKey key{b.GetInsertBlock(), v, index};
+  if (auto it = emitted_.find(key); it != emitted_.end()) return it->second;
+  llvm::Value* value = roundTo(emitOp(*op, v->index(), index), v->type().dtype);
+  emitted_[{b.GetInsertBlock(), v, index}] = value;
+  return value;
 }
 
 llvm::Value* ElementEmitter::emitOp(const Op& op, unsigned result, const Index& index) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "codegen/kernel_emitter.h"
@@ -150,6 +151,9 @@ class ElementEmitter {
   std::map<const Value*, int> inputIndex_;  // lookup only, never iterated
   // Row kernels: the row values of the current row, computed once before the full values.
   std::map<const Value*, llvm::Value*> rowCache_;  // lookup only
+  // Values already emitted, by the block they were finished in, value and index (emit).
+  using EmittedKey = std::tuple<llvm::BasicBlock*, const Value*, Index>;
+  std::map<EmittedKey, llvm::Value*> emitted_;  // lookup only
   // Loop kernels: inputs loaded up front for all elements of a work item, keyed by input and index.
   std::vector<std::pair<std::pair<const Value*, Index>, llvm::Value*>> preloaded_;
   Index currentIndex_;
