@@ -16,6 +16,10 @@ using ConverterTable = std::map<std::string, ConvertFn>;
 // Every converter, by ONNX op type (default domain).
 const ConverterTable& converters();
 
+// x rounded half to even (std::nearbyint), in x's float dtype: floor, and a step up where the
+// fraction is above 1/2, or exactly 1/2 with an odd floor (ops_elementwise.cpp; Round, GridSample).
+Value* roundHalfToEven(NodeContext& c, Value* x);
+
 // The families, one per file.
 void addElementwiseConverters(ConverterTable& table);  // ops_elementwise.cpp: math, compare, logic
 void addActivationConverters(ConverterTable& table);   // ops_activation.cpp

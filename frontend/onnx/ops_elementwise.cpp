@@ -125,16 +125,10 @@ Status atanh(NodeContext& c) {
   });
 }
 
-// Round half to even: f = floor(x); up when x - f > 0.5, or == 0.5 and f is odd. x - f is exact.
 Status round(NodeContext& c) {
   auto x = c.input(0);
   if (!x) return x.error();
-  Value* f = c.op(OpKind::Floor, {*x});
-  Value* d = c.op(OpKind::Sub, {*x, f});
-  Value* half = c.scalarLike(*x, 0.5);
-  Value* fOdd = c.op(OpKind::Ne, {c.op(OpKind::Sub, {f, mulS(c, c.op(OpKind::Floor, {mulS(c, f, 0.5)}), 2.0)}), c.scalarLike(*x, 0.0)});
-  Value* up = c.op(OpKind::Or, {c.op(OpKind::Gt, {d, half}), c.op(OpKind::And, {c.op(OpKind::Eq, {d, half}), fOdd})});
-  return c.result(c.op(OpKind::Select, {up, addS(c, f, 1.0), f}));
+  return c.result(roundHalfToEven(c, *x));
 }
 
 // Sign of ints as (x > 0) - (x < 0); kiln's sign is for floats.
@@ -226,6 +220,16 @@ Status where(NodeContext& c) {
 }
 
 }  // namespace
+
+// f = floor(x); up when x - f > 0.5, or == 0.5 and f is odd. x - f is exact.
+Value* roundHalfToEven(NodeContext& c, Value* x) {
+  Value* f = c.op(OpKind::Floor, {x});
+  Value* d = c.op(OpKind::Sub, {x, f});
+  Value* half = c.scalarLike(x, 0.5);
+  Value* fOdd = c.op(OpKind::Ne, {c.op(OpKind::Sub, {f, mulS(c, c.op(OpKind::Floor, {mulS(c, f, 0.5)}), 2.0)}), c.scalarLike(x, 0.0)});
+  Value* up = c.op(OpKind::Or, {c.op(OpKind::Gt, {d, half}), c.op(OpKind::And, {c.op(OpKind::Eq, {d, half}), fOdd})});
+  return c.op(OpKind::Select, {up, addS(c, f, 1.0), f});
+}
 
 void addElementwiseConverters(ConverterTable& t) {
   t["Abs"] = unary<OpKind::Abs>;

@@ -44,24 +44,14 @@ Value* perPixel(NodeContext& c, Value* x) {
   return c.reshape(x, s);
 }
 
-// Round half to even (std::nearbyint), and half away from zero (std::round).
-Value* roundHalfEven(NodeContext& c, Value* x) {
-  Value* f = c.op(OpKind::Floor, {x});
-  Value* d = sub(c, x, f);
-  Value* half = f64(c, 0.5);
-  Value* odd = c.op(OpKind::Ne, {sub(c, f, mul(c, c.op(OpKind::Floor, {mul(c, f, half)}), f64(c, 2))), f64(c, 0)});
-  Value* up = c.op(OpKind::Or, {c.op(OpKind::Gt, {d, half}), c.op(OpKind::And, {c.op(OpKind::Eq, {d, half}), odd})});
-  return c.op(OpKind::Select, {up, add(c, f, f64(c, 1)), f});
-}
+// Round half away from zero (std::round); half to even is roundHalfToEven (onnx_converters.h).
 Value* roundHalfAway(NodeContext& c, Value* x) {
   Value* half = f64(c, 0.5);
   return c.op(OpKind::Select, {c.op(OpKind::Lt, {x, f64(c, 0)}), c.op(OpKind::Ceil, {sub(c, x, half)}), c.op(OpKind::Floor, {add(c, x, half)})});
 }
 
 // GridSample's reflection: reflected at lo and hi until inside (x = -3.5 in [-1, 1] -> 0.5). That
-// is x - lo folded into [0, hi - lo] by a triangle wave of period 2 (hi - lo), which reads x once:
-// kernels compute an element's expression as a tree, so every extra read of x would copy all of
-// x's own expression.
+// is x - lo folded into [0, hi - lo] by a triangle wave of period 2 (hi - lo): no loop, no branch.
 Value* reflect(NodeContext& c, Value* x, double lo, double hi) {
   double range = hi - lo;
   if (range <= 0) return c.op(OpKind::BroadcastTo, {f64(c, lo)}, {{"shape", Attr::ints(x->type().shape)}});
@@ -142,7 +132,7 @@ Status gridSample(NodeContext& c) {
     Value* gi = c.reshape(c.op(OpKind::Slice, {g}, {{"starts", Attr::ints({k})}, {"ends", Attr::ints({k + 1})}, {"axes", Attr::ints({-1})}}), outShape);
     double d = static_cast<double>(axis.size);
     Value* pos = align ? mul(c, add(c, gi, f64(c, 1)), f64(c, (d - 1) / 2)) : mul(c, sub(c, mul(c, add(c, gi, f64(c, 1)), f64(c, d)), f64(c, 1)), f64(c, 0.5));
-    if (mode == "nearest") pos = n == 3 ? roundHalfAway(c, pos) : roundHalfEven(c, pos);  // as PyTorch's 3-D and 2-D kernels
+    if (mode == "nearest") pos = n == 3 ? roundHalfAway(c, pos) : roundHalfToEven(c, pos);  // as PyTorch's 3-D and 2-D kernels
     if (padding == "reflection") pos = reflect(c, pos, axis.lo, axis.hi);  // the identity inside
     if (padding == "border") {
       Value* outside = c.op(OpKind::Or, {c.op(OpKind::Lt, {pos, f64(c, axis.lo)}), c.op(OpKind::Gt, {pos, f64(c, axis.hi)})});
