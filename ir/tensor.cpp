@@ -42,7 +42,7 @@ int64_t truncateToInt(double v, DType to) {
   return static_cast<int64_t>(t);
 }
 
-double intToDouble(int64_t v, DType t) {
+double intAsDouble(int64_t v, DType t) {
   return t == DType::U64 ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
 }
 
@@ -56,7 +56,7 @@ double Tensor::getDouble(int64_t i) const {
     case DType::BF16: return bfloat16ToFloat(load<uint16_t>(i));
     case DType::F32: return load<float>(i);
     case DType::F64: return load<double>(i);
-    default: return intToDouble(getInt(i), dtype());
+    default: return intAsDouble(getInt(i), dtype());
   }
 }
 
@@ -97,7 +97,7 @@ void Tensor::setInt(int64_t i, int64_t v) {
     case DType::U16: store<uint16_t>(i, static_cast<uint16_t>(v)); return;
     case DType::U32: store<uint32_t>(i, static_cast<uint32_t>(v)); return;
     case DType::U64: store<uint64_t>(i, static_cast<uint64_t>(v)); return;
-    default: setDouble(i, intToDouble(v, DType::I64)); return;
+    default: setDouble(i, intAsDouble(v, DType::I64)); return;
   }
 }
 

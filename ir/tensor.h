@@ -29,7 +29,7 @@ class Tensor {
   // Element i (row-major) widened to double, for any dtype (bool -> 0/1; ints above 2^53 lose bits).
   double getDouble(int64_t i) const;
   // Element i as an integer: ints exactly (u64 as its bits: values >= 2^63 read negative; see
-  // intToDouble and formatInt), floats truncated toward zero (NaN and out of range give 0).
+  // intAsDouble and formatInt), floats truncated toward zero (NaN and out of range give 0).
   int64_t getInt(int64_t i) const;
   bool getBool(int64_t i) const { return getDouble(i) != 0.0; }
   // Stores v, rounding (f16/bf16/f32), truncating toward zero (ints) or testing != 0 (bool).
@@ -74,7 +74,7 @@ int64_t truncateToInt(double v, DType to);
 // modulo 2^bits, zero-extended, for unsigned ones), as `cast` between ints does.
 int64_t wrapToInt(int64_t v, DType to);
 // An int element (as getInt returns it) as a double or as decimal text: u64 reads its bits unsigned.
-double intToDouble(int64_t v, DType t);
+double intAsDouble(int64_t v, DType t);
 std::string formatInt(int64_t v, DType t);
 
 }  // namespace kiln

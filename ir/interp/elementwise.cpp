@@ -243,7 +243,7 @@ Tensor select(const Op& op, const Tensor& cond, const Tensor& a, const Tensor& b
 // An int element converted with one rounding: to double for f64, else to float (f16/bf16 then
 // round again on store, as the f32 compute of narrow floats does).
 static double intToFloat(int64_t v, DType from, DType to) {
-  if (to == DType::F64) return intToDouble(v, from);
+  if (to == DType::F64) return intAsDouble(v, from);
   return from == DType::U64 ? static_cast<float>(static_cast<uint64_t>(v)) : static_cast<float>(v);
 }
 
