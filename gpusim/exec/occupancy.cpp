@@ -1,0 +1,27 @@
+// The occupancy calculator (occupancy.h), as CUDA's occupancy API computes it.
+#include "gpusim/exec/occupancy.h"
+
+#include <algorithm>
+
+namespace gpusim {
+
+uint32_t blocksPerSm(uint32_t threadsPerBlock, uint32_t registersPerThread, uint32_t sharedBytes, const SmLimits& sm) {
+  if (threadsPerBlock == 0 || threadsPerBlock > sm.maxThreadsPerBlock) return 0;
+  uint32_t warps = (threadsPerBlock + 31) / 32;
+  uint32_t byWarps = sm.maxWarpsPerSm / warps;
+  uint32_t byRegisters = sm.maxBlocksPerSm;
+  if (registersPerThread > 0) {
+    if (registersPerThread > sm.maxRegistersPerThread) return 0;
+    uint32_t perWarp = (registersPerThread * 32 + sm.registerAllocationUnit - 1) / sm.registerAllocationUnit *
+                       sm.registerAllocationUnit;
+    byRegisters = sm.registersPerSm / (perWarp * warps);
+  }
+  uint32_t byShared = sm.maxBlocksPerSm;
+  uint32_t perBlock = (sharedBytes + sm.sharedAllocationUnit - 1) / sm.sharedAllocationUnit * sm.sharedAllocationUnit +
+                      sm.sharedReservedPerBlock;
+  if (sharedBytes > sm.maxSharedPerBlockOptIn) return 0;
+  byShared = sm.sharedPerSm / perBlock;
+  return std::min({byWarps, byRegisters, byShared, sm.maxBlocksPerSm});
+}
+
+}  // namespace gpusim
