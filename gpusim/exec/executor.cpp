@@ -78,7 +78,7 @@ void Executor::startWarp(Warp& warp, uint32_t index) {
   frame.regs.assign(size_t(kernel_->registers) * kWarpSize, 0);
   // The kernel's parameter buffer is copied into every lane's .param frame, which also holds the
   // .param variables the kernel declares for its calls.
-  uint32_t frameBytes = std::max<uint32_t>(kernel_->paramBytes, static_cast<uint32_t>(request_.params.size()));
+  uint32_t frameBytes = std::max<uint32_t>(kernel_->frameBytes, static_cast<uint32_t>(request_.params.size()));
   frame.paramStride = (frameBytes + 7) / 8 * 8;
   frame.params.assign(size_t(frame.paramStride) * kWarpSize, 0);
   if (!request_.params.empty())
@@ -243,7 +243,7 @@ void Executor::enterCall(Warp& warp, const ptx::Instr& in, uint32_t exec) {
   Frame frame;
   frame.fn = &callee;
   frame.regs.assign(size_t(callee.registers) * kWarpSize, 0);
-  frame.paramStride = (callee.paramBytes + 7) / 8 * 8;
+  frame.paramStride = (callee.frameBytes + 7) / 8 * 8;
   frame.params.assign(size_t(frame.paramStride) * kWarpSize, 0);
   frame.localBase = caller.localBase + (caller.fn->localBytes + 15) / 16 * 16;
   frame.callSite = &in;

@@ -10,17 +10,6 @@ namespace gpusim {
 
 namespace {
 
-// 32-bit registers a thread of `fn` holds, from its .reg declarations (predicates excluded, 64-bit
-// registers count twice): an upper bound on what ptxas allocates.
-uint32_t registersPerThread(const ptx::Function& fn) {
-  uint32_t words = 0;
-  for (ptx::Type t : fn.registerTypes) {
-    if (t == ptx::Type::Pred) continue;
-    words += ptx::typeBytes(t) > 4 ? 2 : 1;
-  }
-  return std::min<uint32_t>(words, kH100.maxRegistersPerThread);
-}
-
 void countOccupancy(KernelStats& s, uint64_t blocks) {
   uint32_t threads = static_cast<uint32_t>(s.block.count());
   uint32_t perSm = blocksPerSm(threads, s.registersPerThread, s.staticSharedBytes + s.dynamicSharedBytes);

@@ -117,8 +117,10 @@ std::string DeviceMemory::describe(uint64_t address, uint64_t bytes) const {
   if (a->freed.load() && address >= a->base && address < a->base + a->size)
     return hex(address) + " is inside freed memory: " + std::to_string(address - a->base) + " bytes into " + where;
   if (address < a->base) return hex(address) + " is " + std::to_string(a->base - address) + " bytes before " + where;
-  if (address + bytes > a->base + a->size)
-    return hex(address) + " (" + std::to_string(bytes) + " bytes) is " + std::to_string(address + bytes - (a->base + a->size)) +
+  const uint64_t end = a->base + a->size;
+  if (address >= end) return hex(address) + " is " + std::to_string(address - end) + " bytes past the end of " + where;
+  if (address + bytes > end)
+    return hex(address) + " (" + std::to_string(bytes) + " bytes) runs " + std::to_string(address + bytes - end) +
            " bytes past the end of " + where;
   return hex(address) + " is " + std::to_string(address - a->base) + " bytes into " + where;
 }

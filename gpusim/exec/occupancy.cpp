@@ -3,7 +3,18 @@
 
 #include <algorithm>
 
+#include "gpusim/ptx/module.h"
+
 namespace gpusim {
+
+uint32_t registersPerThread(const ptx::Function& fn, const SmLimits& sm) {
+  uint32_t words = 0;
+  for (ptx::Type t : fn.registerTypes) {
+    if (t == ptx::Type::Pred || t == ptx::Type::None) continue;
+    words += (ptx::typeBytes(t) + 3) / 4;
+  }
+  return std::min(words, sm.maxRegistersPerThread);
+}
 
 uint32_t blocksPerSm(uint32_t threadsPerBlock, uint32_t registersPerThread, uint32_t sharedBytes, const SmLimits& sm) {
   if (threadsPerBlock == 0 || threadsPerBlock > sm.maxThreadsPerBlock) return 0;

@@ -6,6 +6,10 @@
 
 namespace gpusim {
 
+namespace ptx {
+struct Function;
+}
+
 struct SmLimits {
   uint32_t smCount = 132;
   uint32_t maxWarpsPerSm = 64;
@@ -24,6 +28,10 @@ struct SmLimits {
 };
 
 inline const SmLimits kH100{};
+
+// 32-bit registers a thread of `fn` holds, from its .reg declarations (predicates excluded, 64-bit
+// registers count twice, 128-bit ones four times), at most 255: an upper bound on what ptxas allocates.
+uint32_t registersPerThread(const ptx::Function& fn, const SmLimits& sm = kH100);
 
 // Blocks of `threadsPerBlock` threads, `registersPerThread` registers each and `sharedBytes` of
 // shared memory (static + dynamic) that fit on one SM at once; 0 if one block does not fit.
