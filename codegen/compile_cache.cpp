@@ -20,7 +20,7 @@ namespace kiln::codegen {
 
 namespace {
 // Bump when generated code changes for the same input, so old entries are never reused.
-constexpr const char* kCompilerVersion = "kiln-0.1.0-codegen-1";
+constexpr const char* kCompilerVersion = "kiln-0.1.0-codegen-2";
 
 std::string targetName(Target t) { return t == Target::Cpu ? "cpu" : "cuda"; }
 

@@ -80,8 +80,10 @@ llvm::Value* CpuTarget::shuffleXor(llvm::IRBuilder<>&, llvm::Value*, int) {
   internalError(__FILE__, __LINE__, "the CPU target runs one lane per row: nothing to shuffle");
 }
 
-llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name, int numBuffers,
-                                      int64_t numItems, int lanes, const WorkItemBodyFn& body) {
+llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name,
+                                       const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
+                                       const WorkItemBodyFn& body) {
+  const int numBuffers = static_cast<int>(bufferAlignments.size());
   KILN_INTERNAL_CHECK(lanes == 1, "the CPU target runs one lane per work item");
   llvm::LLVMContext& ctx = module.getContext();
   auto* ptrTy = llvm::PointerType::get(ctx, 0);

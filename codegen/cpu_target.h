@@ -29,8 +29,8 @@ class CpuTarget : public TargetHooks {
   // Defines `void name(ptr buffers, ptr status, i64 begin, i64 end)` looping over work items
   // [begin, end). `numItems` is not baked in: the runtime passes each thread its own range.
   // One lane per item: a thread of the pool runs a row kernel's row on its own.
-  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numItems,
-                             int lanes, const WorkItemBodyFn& body) override;
+  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
+                             int64_t numItems, int lanes, const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 1; }
   int rowLanes() const override { return 1; }
   llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;

@@ -402,13 +402,14 @@ void ElementEmitter::preloadInputs(const Shape& shape, const std::vector<Index>&
     DType t = v->type().dtype;
     llvm::Type* storage = storageType(t);
     // Consecutive elements of this input: one vector load, as wide as the work item (its first
-    // element's offset is a multiple of the width, and buffers are 16-byte aligned).
+    // element's offset is a multiple of the width), where the buffer is aligned to the vector's size
+    // (a map's slice may not be: then one load per element).
     bool contiguous = from == shape || (sameRow && !from.empty() && from.back() == shape.back());
-    if (contiguous && storage->getPrimitiveSizeInBits() >= 8) {
-      auto width = static_cast<unsigned>(indices.size());
+    auto width = static_cast<unsigned>(indices.size());
+    uint64_t bytes = std::min<uint64_t>(16, width * storage->getPrimitiveSizeInBits() / 8);
+    if (contiguous && storage->getPrimitiveSizeInBits() >= 8 && bufferAlignment(v) >= bytes) {
       Index first = broadcastIndex(indices[0], from, shape);
       llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[input], from == shape ? linears[0] : linearize(first, from));
-      uint64_t bytes = std::min<uint64_t>(16, width * storage->getPrimitiveSizeInBits() / 8);
       llvm::Value* vector = target_.loadVector(b, storage, ptr, width, bytes);
       for (unsigned j = 0; j < width; ++j)
         preloaded_.push_back({{v, broadcastIndex(indices[j], from, shape)}, fromStorage(b.CreateExtractElement(vector, j), t)});

@@ -19,10 +19,12 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
 std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, const BlockPlan& plan) {
   ErrorTable errors;
   for (const KernelGroup* group : plan.allGroups()) {
-    int numBuffers = static_cast<int>(group->inputs.size() + group->outputs.size());
+    std::vector<uint64_t> alignments;
+    for (const auto* values : {&group->inputs, &group->outputs})
+      for (const Value* v : *values) alignments.push_back(bufferAlignment(v));
     bool row = group->kind == KernelKind::Row;
     llvm::Function* kernel = target.emitKernel(
-        module, group->name, numBuffers, numWorkItems(*group, target), row ? target.rowLanes() : 1,
+        module, group->name, alignments, numWorkItems(*group, target), row ? target.rowLanes() : 1,
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
             llvm::Value* lane) {
           ElementEmitter emitter(b, target, *group, buffers, status, errors);

@@ -139,4 +139,16 @@ std::vector<const KernelGroup*> BlockPlan::allGroups() const {
 
 std::unique_ptr<BlockPlan> planFunction(const Function& function) { return Planner().planBlock(function.body()); }
 
+uint64_t bufferAlignment(const Value* v) {
+  uint64_t align = 16;
+  while (v->isBlockArgument()) {
+    const Op* owner = v->parentBlock() ? v->parentBlock()->parentOp() : nullptr;
+    if (!owner || owner->kind() != OpKind::Map) break;
+    uint64_t slice = v->type().byteSize();
+    if (slice) align = std::min<uint64_t>(align, slice & (~slice + 1));  // its lowest set bit
+    v = owner->operand(v->index());
+  }
+  return align;
+}
+
 }  // namespace kiln::codegen

@@ -75,4 +75,10 @@ struct BlockPlan {
 // nor a terminator. Kernel names are unique across the whole function (nested regions included).
 std::unique_ptr<BlockPlan> planFunction(const Function& function);
 
+// The alignment in bytes (a power of two, at most 16) every address of `v`'s buffer has at run
+// time. Buffers the runtime allocates are 16-byte aligned; a `map` body's argument is slice i of
+// the map's operand, at i x (the slice's bytes) into it, so it is only as aligned as the slice
+// size allows (and as its operand, for nested maps). Kernels widen loads only as far as this.
+uint64_t bufferAlignment(const Value* v);
+
 }  // namespace kiln::codegen

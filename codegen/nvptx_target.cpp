@@ -102,8 +102,10 @@ llvm::Value* NvptxTarget::shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int l
   return b.CreateBitCast(joined, type);
 }
 
-llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string& name, int numBuffers,
-                                        int64_t numItems, int lanes, const WorkItemBodyFn& body) {
+llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string& name,
+                                       const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
+                                       const WorkItemBodyFn& body) {
+  const int numBuffers = static_cast<int>(bufferAlignments.size());
   llvm::LLVMContext& ctx = module.getContext();
   llvm::Type* ptr = llvm::PointerType::get(ctx, 0);
   std::vector<llvm::Type*> params(numBuffers + 1, ptr);
@@ -117,7 +119,7 @@ llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string&
     arg->setName("b" + std::to_string(i));
     f->addParamAttr(i, llvm::Attribute::NoAlias);
     f->addParamAttr(i, llvm::Attribute::NoCapture);
-    f->addParamAttr(i, llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
+    f->addParamAttr(i, llvm::Attribute::getWithAlignment(ctx, llvm::Align(bufferAlignments[i])));
     buffers.push_back(arg);
   }
   llvm::Argument* status = f->getArg(numBuffers);

@@ -7,12 +7,13 @@
 namespace kiln::codegen {
 
 // Kernel ABI (what the CUDA runtime passes to cuLaunchKernel, in order):
-//   ptx_kernel void NAME(ptr noalias align 16 %b0, ..., ptr noalias align 4 %status)
+//   ptx_kernel void NAME(ptr noalias align A0 %b0, ..., ptr noalias align 4 %status)
 // - one generic pointer per buffer, the group's inputs then its outputs. NVPTXLowerArgs turns them
 //   into global-space pointers; FunctionAttrs infers `readonly` on inputs (the kernel never stores
 //   to them), which with `noalias` lets loads use the read-only cache (ld.global.nc).
 //   `noalias` is a promise the runtime keeps: every buffer of a launch is a distinct allocation,
-//   and allocations are 16-byte aligned (cuMemAlloc gives 256), so `align 16` allows vector loads.
+//   and allocations are 16-byte aligned (cuMemAlloc gives 256), so `align 16` allows vector loads;
+//   a `map` body's argument, a slice of its operand, says the slice's alignment (bufferAlignment).
 // - %status: the launch's i32 error word (0 = fine, else 1 + an index in the error table).
 // - no element count: shapes are static, so the trip count is a constant in the kernel, which lets
 //   LLVM strength-reduce index arithmetic. Any grid works (the loop strides by the grid's size);
@@ -27,8 +28,8 @@ class NvptxTarget : public TargetHooks {
   // floor, ceil and fabs as LLVM intrinsics, which NVPTX lowers to single instructions (f32 sqrt
   // under fast math: sqrt.approx.ftz).
   llvm::Value* emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) override;
-  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numItems,
-                             int lanes, const WorkItemBodyFn& body) override;
+  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
+                             int64_t numItems, int lanes, const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 4; }
   // llvm.nvvm.ldg.global for float and int vectors: one call that LLVM's InstCombine does not
   // split back into scalar loads (a plain vector load whose elements are only extracted, it does).

@@ -31,8 +31,9 @@ class TargetHooks {
   // error word, and a loop over work items [0, numItems) that runs `body` once per item on each of
   // `lanes` threads (1, or rowLanes() for row kernels). All lanes of an item run the same code, so
   // they may exchange values with shuffleXor.
-  virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numItems,
-                                     int lanes, const WorkItemBodyFn& body) = 0;
+  virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name,
+                                     const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
+                                     const WorkItemBodyFn& body) = 0;
   // How many consecutive elements a work item of a loop kernel computes: 4 on the GPU, so loads
   // and stores can be 128 bits wide; 1 on the CPU, whose loop vectoriser widens the loop itself.
   virtual int elementsPerItem() const = 0;

@@ -41,8 +41,9 @@ class TestTarget : public TargetHooks {
   int rowLanes() const override { return 1; }
   llvm::Value* shuffleXor(llvm::IRBuilder<>&, llvm::Value* v, int) override { return v; }
 
-  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, int numBuffers, int64_t numElements,
-                             int, const WorkItemBodyFn& body) override {
+  llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
+                             int64_t numElements, int, const WorkItemBodyFn& body) override {
+    const int numBuffers = static_cast<int>(bufferAlignments.size());
     llvm::LLVMContext& ctx = module.getContext();
     auto* ptr = llvm::PointerType::get(ctx, 0);
     auto* i64 = llvm::Type::getInt64Ty(ctx);

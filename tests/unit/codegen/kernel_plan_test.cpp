@@ -118,5 +118,37 @@ TEST(KernelPlan, FunctionWithoutOps) {
   EXPECT_TRUE(plan->allGroups().empty());
 }
 
+// A map's body reads slice i of its operand at i x (slice bytes): f32[4,5] slices of 80 bytes stay
+// 16-byte aligned, their f32[5] rows of 20 bytes only 4 (vector loads there would be misaligned:
+// the GPU simulator found kernels that assumed 16).
+TEST(KernelPlan, MapSlicesAreOnlyAsAlignedAsTheirSize) {
+  auto m = parse(R"(
+func @main(%xs: f32[3,4,5], %hs: f16[6,2]) -> (f32[3,4,5], f16[6,2]) {
+  %ys = map %xs (%x: f32[4,5]) {
+    %zs = map %x (%r: f32[5]) {
+      %a = abs %r
+      yield %a
+    }
+    yield %zs
+  }
+  %gs = map %hs (%h: f16[2]) {
+    %n = neg %h
+    yield %n
+  }
+  return %ys, %gs
+}
+)");
+  ASSERT_TRUE(m);
+  const Function& f = *m->entry();
+  const Op* outer = f.params()[0]->uses()[0].user;
+  const Value* x = outer->region(0)->argument(0);
+  const Value* r = x->uses()[0].user->region(0)->argument(0);
+  const Value* h = f.params()[1]->uses()[0].user->region(0)->argument(0);
+  EXPECT_EQ(bufferAlignment(f.params()[0]), 16u);
+  EXPECT_EQ(bufferAlignment(x), 16u);
+  EXPECT_EQ(bufferAlignment(r), 4u);
+  EXPECT_EQ(bufferAlignment(h), 4u);
+}
+
 }  // namespace
 }  // namespace kiln::codegen
