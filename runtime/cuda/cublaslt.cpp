@@ -106,6 +106,7 @@ struct CublasLt::Plan {
 Expected<std::unique_ptr<CublasLt>> CublasLt::create(CublasLtOptions options) {
   auto driverApi = driver();
   if (!driverApi) return driverApi.error();
+  if ((*driverApi)->simulated) return Error(librariesNeedRealGpu("cuBLASLt"));
   auto lib = cublasLtLibrary();
   if (!lib) return lib.error();
   cublasLtHandle_t handle = nullptr;

@@ -53,6 +53,8 @@ Status load(LoadedDriver& d) {
   if (!missing.empty())
     return Error("the CUDA driver " + (*d.library).path() + " lacks " + missing +
                  "; kiln needs a driver for CUDA 12 or newer (update the NVIDIA driver)");
+  d.api.simulated = (*d.library).symbol("gpusimIsSimulator") != nullptr;
+  d.api.gpusimLastReport = reinterpret_cast<const char* (*)()>((*d.library).symbol("gpusimLastReport"));
   if (d.api.cuDriverGetVersion(&d.api.version) != CUDA_SUCCESS) d.api.version = 0;
   CUresult init = d.api.cuInit(0);
   if (init != CUDA_SUCCESS) {
@@ -101,7 +103,13 @@ Status check(CUresult result, std::string_view call, std::string_view what) {
   std::string message(call);
   message += " failed";
   if (!what.empty()) message += " for " + std::string(what);
-  return Error(message + ": " + resultName(result));
+  message += ": " + resultName(result);
+  // The simulator says which kernel, PTX line, thread and address; real drivers say no more.
+  if (const DriverApi& a = loaded().api; a.gpusimLastReport) {
+    std::string report = a.gpusimLastReport();
+    if (!report.empty()) message += "\n" + report;
+  }
+  return Error(message);
 }
 
 }  // namespace kiln::cuda

@@ -32,6 +32,11 @@ struct DriverApi {
   KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DRIVER_POINTER)
 #undef KILN_CUDA_DRIVER_POINTER
   int version = 0;  // cuDriverGetVersion: 13000 for CUDA 13.0
+  // The GPU simulator (gpusim/, libkiln_gpusim.so) exports these beside the driver API: where found,
+  // kiln is running on simulated devices, and a failed call's explanation (a launch fault's kernel,
+  // PTX line, thread and address) is appended to kiln's error.
+  bool simulated = false;
+  const char* (*gpusimLastReport)() = nullptr;
 };
 
 // The driver, loaded and initialised (cuInit) once per process; later calls return the same

@@ -27,6 +27,12 @@ Expected<CUdeviceptr> DeviceWorkspace::reserve(size_t bytes, CUstream stream, st
   return ptr_;
 }
 
+std::string librariesNeedRealGpu(std::string_view library) {
+  return std::string(library) +
+         " does not run on the GPU simulator (KILN_CUDA_DRIVER names libkiln_gpusim.so): its kernels are machine "
+         "code for real GPUs, not PTX";
+}
+
 uint32_t alignmentOf(CUdeviceptr address) {
   uint32_t alignment = 256;
   while (alignment > 1 && address % alignment != 0) alignment /= 2;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "ir/status.h"
@@ -37,6 +38,10 @@ class DeviceWorkspace {
   CUdeviceptr ptr_ = 0;
   size_t size_ = 0;
 };
+
+// Why a vendor library (cuBLASLt, cuDNN, NCCL) is not used on the GPU simulator: its kernels are
+// machine code for real GPUs, and the simulator runs PTX.
+std::string librariesNeedRealGpu(std::string_view library);
 
 // The largest power of two up to 256 that divides `address` (256 for null): libraries pick
 // vectorised kernels by alignment, so a plan cached for one alignment is only reused for the same.

@@ -14,8 +14,10 @@ config.environment["PATH"] = os.pathsep.join(
     [config.kiln_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 # Compile-cache entries go under the lit output dir, never into the user's ~/.cache/kiln.
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "kiln-cache")
-# Sanitizer builds: leaks are findings, and reports should name source lines.
-for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+# Sanitizer builds: leaks are findings, and reports should name source lines. The driver override
+# and the GPU simulator's knobs pass through, so ctest's simulated GPU reaches every RUN line.
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "KILN_CUDA_DRIVER", "KILN_GPUSIM_DEVICES", "KILN_GPUSIM_BUDGET",
+            "KILN_GPUSIM_CHECKS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 # The Python that runs lit (the one CMake found) also runs the NumPy reference scripts.
@@ -23,20 +25,25 @@ config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%examples", os.path.join(config.kiln_source_dir, "examples")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 
-# `cuda-gpu` where the NVIDIA driver loads and sees a GPU (as kiln's own check: cuInit, then a
-# device count above 0). Tests of the no-GPU messages say `UNSUPPORTED: cuda-gpu`, GPU runs
-# `REQUIRES: cuda-gpu`, so each shows up as UNSUPPORTED where it cannot run.
-def _has_cuda_gpu():
+# `cuda-gpu` where the driver kiln loads sees a GPU (as kiln's own check: cuInit, then a device
+# count above 0): the NVIDIA driver, or the simulator KILN_CUDA_DRIVER names (then also `gpusim`).
+# `nvidia-driver` where libcuda.so.1 itself sees a GPU. Tests of the no-GPU messages unset
+# KILN_CUDA_DRIVER and say `UNSUPPORTED: nvidia-driver`; GPU runs say `REQUIRES: cuda-gpu`.
+def _has_cuda_gpu(library):
     import ctypes
     try:
-        cuda = ctypes.CDLL(os.environ.get("KILN_CUDA_DRIVER") or "libcuda.so.1")
+        cuda = ctypes.CDLL(library)
         count = ctypes.c_int(0)
         return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
     except OSError:
         return False
 
-if _has_cuda_gpu():
+if _has_cuda_gpu(os.environ.get("KILN_CUDA_DRIVER") or "libcuda.so.1"):
     config.available_features.add("cuda-gpu")
+if "gpusim" in os.path.basename(os.environ.get("KILN_CUDA_DRIVER", "")):
+    config.available_features.add("gpusim")
+if _has_cuda_gpu("libcuda.so.1"):
+    config.available_features.add("nvidia-driver")
 
 # The CUDA toolkit (for its link-stub libcuda, which must be refused as a driver).
 cuda_home = os.environ.get("KILN_CUDA_HOME") or "/usr/local/cuda"

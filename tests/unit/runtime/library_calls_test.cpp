@@ -49,6 +49,19 @@ TEST(LibraryLoading, HandlesNeedTheDriver) {
   EXPECT_EQ(dnn.error().message(), driver().error().message());
 }
 
+TEST(LibraryLoading, SimulatorDeclinesVendorLibraries) {
+  auto d = driver();
+  if (!d.ok() || !(*d)->simulated) GTEST_SKIP() << "not on the GPU simulator";
+  auto lt = CublasLt::create();
+  ASSERT_FALSE(lt.ok());
+  EXPECT_NE(lt.error().message().find("cuBLASLt does not run on the GPU simulator"), std::string::npos)
+      << lt.error().message();
+  auto dnn = Cudnn::create();
+  ASSERT_FALSE(dnn.ok());
+  EXPECT_NE(dnn.error().message().find("cuDNN does not run on the GPU simulator"), std::string::npos)
+      << dnn.error().message();
+}
+
 // --- GPU tests: skipped, with the driver's reason, where there is no GPU. ---
 
 // The primary context of device 0, made current.
@@ -67,7 +80,9 @@ Status makeContextCurrent() {
 
 #define KILN_REQUIRE_GPU()                                                                     \
   if (Status kiln_gpu_ = makeContextCurrent(); !kiln_gpu_.ok())                                \
-    GTEST_SKIP() << "no GPU: " << kiln_gpu_.error().message();
+    GTEST_SKIP() << "no GPU: " << kiln_gpu_.error().message();                                 \
+  if (api().simulated)                                                                         \
+    GTEST_SKIP() << "the GPU simulator has no cuBLASLt or cuDNN yet: library calls are unverified here";
 
 // Device copies of tensors, freed at the end of the test.
 class DeviceBuffers {
