@@ -305,7 +305,14 @@ uint64_t Executor::read(Frame& frame, const Operand& op, int lane) {
 
 void Executor::write(Frame& frame, const Operand& op, int lane, uint64_t value, ptx::Type type) {
   if (op.kind != Operand::Kind::Reg) return;  // a sink
-  frame.reg(op.reg, lane) = value & typeMask(type);
+  // A register wider than the instruction type receives the result sign-extended for signed
+  // types and zero-extended otherwise (PTX ISA, "Operand Size Exceeding Instruction-Type Size"):
+  // cvt.s8.s32 into a .b16 register leaves a 16-bit -1 that min.s16 reads as -1.
+  uint64_t v = value & typeMask(type);
+  uint32_t bits = 8 * ptx::typeBytes(type);
+  bool isSigned = type == ptx::Type::S8 || type == ptx::Type::S16 || type == ptx::Type::S32;
+  if (isSigned && ((v >> (bits - 1)) & 1)) v |= ~typeMask(type);
+  frame.reg(op.reg, lane) = v;
 }
 
 uint64_t Executor::specialRegister(ptx::Special s, int lane) const {

@@ -408,5 +408,36 @@ TEST_F(Interpreter, FloatAndIntegerSemantics) {
   EXPECT_EQ(i[12], -1);                  // shr.s32 by 40: the sign fill
 }
 
+// A register wider than the instruction type gets a signed result sign-extended: LLVM narrows
+// int8 values with cvt.s8.s32 into 16-bit registers and compares them with min.s16 (ONNX's int8
+// Clip found this).
+TEST_F(Interpreter, NarrowSignedResultsAreSignExtendedInWiderRegisters) {
+  auto m = load(R"(
+.visible .entry k(.param .u64 out)
+{
+  .reg .b16 %rs<4>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 255;
+  bfe.s32 %r2, %r1, 0, 8;
+  cvt.s8.s32 %rs1, %r2;
+  mov.u16 %rs2, 0;
+  min.s16 %rs3, %rs2, %rs1;
+  cvt.u8.u32 %rs2, %r1;
+  st.global.u16 [%rd1], %rs3;
+  st.global.u16 [%rd1+2], %rs2;
+  ret;
+}
+)");
+  ASSERT_TRUE(m);
+  uint64_t out = output(4);
+  auto r = run(*m, "k", {1}, {1}, {out});
+  ASSERT_EQ(r.fault, Fault::None) << r.report;
+  auto o = download<int16_t>(out, 2);
+  EXPECT_EQ(o[0], -1);   // min(0, -1)
+  EXPECT_EQ(o[1], 255);  // unsigned: zero-extended
+}
+
 }  // namespace
 }  // namespace gpusim
