@@ -8,6 +8,9 @@
                                        prints one line per result, then "ok: MODEL" or a
                                        mismatch report (and exits 1)
   numpy_reference.py finite DIR...     checks that every DIR/result_<i>.npy is free of NaN and inf
+  numpy_reference.py same A B          checks that A/result_<i>.npy and B/result_<i>.npy agree
+                                       (two backends' runs of one program, NaN where NaN), within
+                                       the result dtype's tolerance below
   numpy_reference.py list              lists the models
 
 Every model here is written from its definition (the header comment of examples/*.kiln, or
@@ -476,9 +479,41 @@ def finite(folders):
     return 0 if all_ok else 1
 
 
+def same(a_dir, b_dir):
+    names = sorted(f for f in os.listdir(a_dir) if f.startswith("result_") and f.endswith(".npy"))
+    if not names:
+        print(f"{a_dir}: MISSING: no result_<i>.npy")
+        return 1
+    all_ok = True
+    for f in names:
+        a = np.load(os.path.join(a_dir, f))
+        b_path = os.path.join(b_dir, f)
+        if not os.path.exists(b_path):
+            print(f"{f}: MISSING in {b_dir}")
+            all_ok = False
+            continue
+        b = np.load(b_path)
+        where = f"{os.path.basename(os.path.normpath(a_dir))}/{f}: {describe(a)}"
+        if a.dtype != b.dtype or a.shape != b.shape:
+            print(f"{where} DIFFERS: {describe(b)} in {b_dir}")
+            all_ok = False
+            continue
+        if np.issubdtype(a.dtype, np.floating):
+            rtol, atol = TOLERANCES[str(a.dtype)]
+            close = np.isclose(b.astype(np.float64), a.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            close = a == b
+        bad = int(np.count_nonzero(~close))
+        print(f"{where} same" if bad == 0 else f"{where} DIFFERS in {bad} of {a.size} elements")
+        all_ok &= bad == 0
+    return 0 if all_ok else 1
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "finite":
         return finite(argv[2:])
+    if len(argv) == 4 and argv[1] == "same":
+        return same(argv[2], argv[3])
     if len(argv) == 2 and argv[1] == "list":
         print("\n".join(sorted(MODELS)))
         return 0
