@@ -161,6 +161,50 @@ double approxUnary(Op op, double x) {
 
 }  // namespace
 
+bool Executor::fastFloat(const ptx::Instr& in, Warp& warp, Frame& frame, uint32_t exec) {
+  const Type t = in.type;
+  if ((t != Type::F32 && t != Type::F64) || (in.flags & (ptx::kSat | ptx::kApprox | ptx::kFull)) ||
+      (in.rounding != Rounding::None && in.rounding != Rounding::Rn))
+    return false;
+  (void)warp;
+  const bool ftz = t == Type::F32 && (in.flags & ptx::kFtz);
+  const ptx::Operand* src = in.ops + in.ndst;
+  auto run = [&](auto zero, auto op) {
+    using T = decltype(zero);
+    auto value = [&](const ptx::Operand& o, int lane) {
+      uint64_t b = read(frame, o, lane);
+      if constexpr (sizeof(T) == 4) {
+        float v = f32(b);
+        return ftz ? flush(v) : v;
+      } else {
+        return f64(b);
+      }
+    };
+    forLanes(exec, [&](int lane) {
+      T a = value(src[0], lane), b = in.nsrc > 1 ? value(src[1], lane) : T(0), c = in.nsrc > 2 ? value(src[2], lane) : T(0);
+      T r = op(a, b, c);
+      if constexpr (sizeof(T) == 4) {
+        if (ftz) r = flush(r);
+      }
+      write(frame, in.ops[0], lane, bits(r), t);
+    });
+    return true;
+  };
+  auto dispatch = [&](auto zero) {
+    using T = decltype(zero);
+    switch (in.op) {
+      case Op::Add: return run(zero, [](T a, T b, T) { return a + b; });
+      case Op::Sub: return run(zero, [](T a, T b, T) { return a - b; });
+      case Op::Mul: return run(zero, [](T a, T b, T) { return a * b; });
+      case Op::Fma:
+      case Op::Mad: return run(zero, [](T a, T b, T c) { return std::fma(a, b, c); });
+      case Op::Div: return run(zero, [](T a, T b, T) { return a / b; });
+      default: return false;
+    }
+  };
+  return t == Type::F32 ? dispatch(0.0f) : dispatch(0.0);
+}
+
 bool Executor::execAlu(Warp& warp, Frame& frame, const ptx::Instr& in, uint32_t exec) {
   const Type t = in.type;
   const int bits = widthOf(t);
@@ -168,6 +212,10 @@ bool Executor::execAlu(Warp& warp, Frame& frame, const ptx::Instr& in, uint32_t 
   const auto& ops = in.ops;
   auto src = [&](int i, int lane) { return read(frame, ops[in.ndst + i], lane); };
   auto dst = [&](int lane, uint64_t v) { write(frame, ops[0], lane, v, t); };
+
+  // The common float arithmetic (f32/f64 add, sub, mul, fma, div.rn, round to nearest) computed
+  // in the type itself, one loop per operation: the slow path below handles everything else.
+  if (fastFloat(in, warp, frame, exec)) return true;
 
   // Floats: each lane (and each half of a packed .f16x2/.bf16x2) computed in double and rounded once.
   if (isFloat(t) && in.op != Op::Mov && in.op != Op::Selp && in.op != Op::And && in.op != Op::Or &&

@@ -119,8 +119,11 @@ bool Executor::execConvert(Warp& warp, Frame& frame, const ptx::Instr& in, uint3
       // The common case, f64 or a 32-bit integer to f32 under RN, is one host conversion (exact
       // double first, so rounded once); 64-bit integers and the other modes round from long double.
       bool exactInDouble = isFloatType(from) || ptx::typeBytes(from) <= 4;
-      if (to == Type::F32 && (mode == Rounding::None || mode == Rounding::Rn) && !flushOut && exactInDouble)
+      bool nearest = mode == Rounding::None || mode == Rounding::Rn;
+      if (to == Type::F32 && nearest && !flushOut && exactInDouble)
         r = bits(static_cast<float>(static_cast<double>(v)));
+      else if (to == Type::F64 && exactInDouble)  // exact: no rounding at all
+        r = bits(static_cast<double>(v));
       else
         r = roundToFormat(v, formatOf(to), mode, flushOut);
     } else if (isFloatType(from)) {

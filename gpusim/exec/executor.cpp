@@ -10,13 +10,6 @@ namespace gpusim {
 using ptx::Op;
 using ptx::Operand;
 
-namespace {
-uint64_t typeMask(ptx::Type t) {
-  uint32_t bytes = ptx::typeBytes(t);
-  if (t == ptx::Type::Pred) return 1;
-  return bytes >= 8 || bytes == 0 ? ~0ull : (1ull << (8 * bytes)) - 1;
-}
-}  // namespace
 
 Executor::Executor(const LaunchRequest& request, DeviceMemory& memory, const LaunchOptions& options,
                    LaunchResult& result)
@@ -286,33 +279,6 @@ uint64_t Executor::symbolAddress(const Frame& frame, const Operand& op) const {
     case ptx::Space::Local: return frame.localBase + v.offset + op.imm;
     default: return op.imm;
   }
-}
-
-uint64_t Executor::read(Frame& frame, const Operand& op, int lane) {
-  switch (op.kind) {
-    case Operand::Kind::Reg: {
-      uint64_t v = frame.reg(op.reg, lane);
-      return op.negate ? (v ^ 1) : v;
-    }
-    case Operand::Kind::Imm: return op.imm;
-    case Operand::Kind::Special: return specialRegister(op.special, lane);
-    case Operand::Kind::Addr:
-      if (op.symbol != Operand::kNoSymbol) return symbolAddress(frame, op);
-      return (op.reg != Operand::kNoReg ? frame.reg(op.reg, lane) : 0) + op.imm;
-    default: return 0;
-  }
-}
-
-void Executor::write(Frame& frame, const Operand& op, int lane, uint64_t value, ptx::Type type) {
-  if (op.kind != Operand::Kind::Reg) return;  // a sink
-  // A register wider than the instruction type receives the result sign-extended for signed
-  // types and zero-extended otherwise (PTX ISA, "Operand Size Exceeding Instruction-Type Size"):
-  // cvt.s8.s32 into a .b16 register leaves a 16-bit -1 that min.s16 reads as -1.
-  uint64_t v = value & typeMask(type);
-  uint32_t bits = 8 * ptx::typeBytes(type);
-  bool isSigned = type == ptx::Type::S8 || type == ptx::Type::S16 || type == ptx::Type::S32;
-  if (isSigned && ((v >> (bits - 1)) & 1)) v |= ~typeMask(type);
-  frame.reg(op.reg, lane) = v;
 }
 
 uint64_t Executor::specialRegister(ptx::Special s, int lane) const {

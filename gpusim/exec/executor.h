@@ -71,6 +71,13 @@ struct SharedWordRecord {
   uint32_t readEpoch = 0, readerWarpEpoch = 0;
 };
 
+// The bits a value of type `t` occupies in a register (Pred: 1).
+inline uint64_t typeMask(ptx::Type t) {
+  uint32_t bytes = ptx::typeBytes(t);
+  if (t == ptx::Type::Pred) return 1;
+  return bytes >= 8 || bytes == 0 ? ~0ull : (1ull << (8 * bytes)) - 1;
+}
+
 class Executor {
  public:
   Executor(const LaunchRequest& request, DeviceMemory& memory, const LaunchOptions& options, LaunchResult& result);
@@ -93,7 +100,7 @@ class Executor {
   bool fail(Fault fault, const Warp& warp, const ptx::Instr& in, int lane, const std::string& what);
   std::string where(const Warp& warp, const ptx::Instr& in, int lane) const;
 
-  // Operand access (executor.cpp).
+  // Operand access (inline below: every instruction's every lane goes through them).
   uint64_t read(Frame& frame, const ptx::Operand& op, int lane);
   void write(Frame& frame, const ptx::Operand& op, int lane, uint64_t value, ptx::Type type);
   uint64_t specialRegister(ptx::Special s, int lane) const;
@@ -101,6 +108,7 @@ class Executor {
 
   // alu.cpp, convert.cpp
   bool execAlu(Warp& warp, Frame& frame, const ptx::Instr& in, uint32_t active);
+  bool fastFloat(const ptx::Instr& in, Warp& warp, Frame& frame, uint32_t active);  // false: not its case
   bool execConvert(Warp& warp, Frame& frame, const ptx::Instr& in, uint32_t active);
   // memory_access.cpp
   bool execMemory(Warp& warp, Frame& frame, const ptx::Instr& in, uint32_t active);
@@ -135,5 +143,33 @@ class Executor {
   // A one-entry cache of the last allocation hit, the common case for a warp's lanes.
   Allocation* lastAllocation_ = nullptr;
 };
+
+inline uint64_t Executor::read(Frame& frame, const ptx::Operand& op, int lane) {
+  using Kind = ptx::Operand::Kind;
+  switch (op.kind) {
+    case Kind::Reg: {
+      uint64_t v = frame.reg(op.reg, lane);
+      return op.negate ? (v ^ 1) : v;
+    }
+    case Kind::Imm: return op.imm;
+    case Kind::Special: return specialRegister(op.special, lane);
+    case Kind::Addr:
+      if (op.symbol != ptx::Operand::kNoSymbol) return symbolAddress(frame, op);
+      return (op.reg != ptx::Operand::kNoReg ? frame.reg(op.reg, lane) : 0) + op.imm;
+    default: return 0;
+  }
+}
+
+inline void Executor::write(Frame& frame, const ptx::Operand& op, int lane, uint64_t value, ptx::Type type) {
+  if (op.kind != ptx::Operand::Kind::Reg) return;  // a sink
+  // A register wider than the instruction type receives the result sign-extended for signed
+  // types and zero-extended otherwise (PTX ISA, "Operand Size Exceeding Instruction-Type Size"):
+  // cvt.s8.s32 into a .b16 register leaves a 16-bit -1 that min.s16 reads as -1.
+  const uint64_t mask = typeMask(type);
+  uint64_t v = value & mask;
+  bool isSigned = type == ptx::Type::S8 || type == ptx::Type::S16 || type == ptx::Type::S32;
+  if (isSigned && (v & ~(mask >> 1))) v |= ~mask;
+  frame.reg(op.reg, lane) = v;
+}
 
 }  // namespace gpusim

@@ -3,18 +3,6 @@
 
 namespace gpusim::ptx {
 
-uint32_t typeBytes(Type t) {
-  switch (t) {
-    case Type::None: return 0;
-    case Type::Pred: case Type::B8: case Type::U8: case Type::S8: return 1;
-    case Type::B16: case Type::U16: case Type::S16: case Type::F16: case Type::BF16: return 2;
-    case Type::B32: case Type::U32: case Type::S32: case Type::F32: case Type::F16x2: case Type::BF16x2: return 4;
-    case Type::B64: case Type::U64: case Type::S64: case Type::F64: return 8;
-    case Type::B128: return 16;
-  }
-  return 0;
-}
-
 const char* typeName(Type t) {
   static const char* const kNames[] = {
       "", ".pred", ".b8", ".b16", ".b32", ".b64", ".b128", ".u8", ".u16", ".u32", ".u64",

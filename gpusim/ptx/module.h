@@ -216,7 +216,13 @@ struct Module {
 };
 
 // Bytes a value of type `t` takes in memory (Pred: 1; F16x2: 4; None: 0).
-uint32_t typeBytes(Type t);
+// (Inline: the interpreter asks for every operand it reads or writes.)
+inline uint32_t typeBytes(Type t) {
+  //                               None Pred B8 B16 B32 B64 B128 U8 U16 U32 U64 S8 S16 S32 S64 F16 F16x2 BF16 BF16x2 F32 F64
+  constexpr uint8_t kBytes[] = {0,   1,   1, 2,  4,  8,  16,  1, 2,  4,  8,  1, 2,  4,  8,  2,  4,    2,   4,     4,  8};
+  auto i = static_cast<size_t>(t);
+  return i < sizeof(kBytes) ? kBytes[i] : 0;
+}
 // ".u32" etc., for reports.
 const char* typeName(Type t);
 const char* opName(Op op);
