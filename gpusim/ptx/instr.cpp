@@ -485,12 +485,7 @@ void Parser::decodeInstruction(std::string_view opcode, uint32_t line, std::vect
 
   switch (in.op) {
     case Op::Abs: case Op::Neg: case Op::Not: case Op::Cnot: case Op::Rcp: case Op::Sqrt: case Op::Rsqrt:
-    case Op::Ex2: case Op::Lg2: case Op::Sin: case Op::Cos: case Op::Tanh:
-      need(2);
-      oneDestination();
-      sources(1, {Type::None});
-      break;
-    case Op::Clz: case Op::Popc: case Op::Brev:
+    case Op::Ex2: case Op::Lg2: case Op::Sin: case Op::Cos: case Op::Tanh: case Op::Clz: case Op::Popc: case Op::Brev:
       need(2);
       oneDestination();
       sources(1, {Type::None});
@@ -512,13 +507,8 @@ void Parser::decodeInstruction(std::string_view opcode, uint32_t line, std::vect
       oneDestination();
       sources(1, {Type::None});
       break;
-    case Op::Add: case Op::Sub: case Op::Div: case Op::Rem: case Op::Min: case Op::Max: case Op::And: case Op::Or:
-    case Op::Xor: case Op::Addc: case Op::Subc: case Op::Copysign:
-      need(3);
-      oneDestination();
-      sources(1, {Type::None, Type::None});
-      break;
-    case Op::Mul:
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Min: case Op::Max: case Op::And:
+    case Op::Or: case Op::Xor: case Op::Addc: case Op::Subc: case Op::Copysign:
       need(3);
       oneDestination();
       sources(1, {Type::None, Type::None});
@@ -528,15 +518,10 @@ void Parser::decodeInstruction(std::string_view opcode, uint32_t line, std::vect
       oneDestination();
       sources(1, {Type::None, Type::U32});
       break;
-    case Op::Mad: case Op::Madc:
+    case Op::Mad: case Op::Madc: case Op::Fma:  // mad.wide adds a double-width c
       need(4);
       oneDestination();
       sources(1, {Type::None, Type::None, (in.flags & kWide) ? widened(t) : Type::None});
-      break;
-    case Op::Fma:
-      need(4);
-      oneDestination();
-      sources(1, {Type::None, Type::None, Type::None});
       break;
     case Op::Bfe:
       need(4);
