@@ -40,6 +40,10 @@ class Staging {
       KILN_CU(cuMemcpyHtoDAsync, "staged host-to-device copy", dst + done, buffers_[turn], n, stream);
       KILN_CU(cuEventRecord, "staging buffer", events_[turn], stream);
     }
+    // Done when it returns, as the unstaged path: the reader may run on another (non-blocking)
+    // stream that nothing orders after these copies (the GPU simulator's initcheck caught a
+    // kernel reading an input whose last chunks were still in flight).
+    KILN_CU(cuStreamSynchronize, "staged host-to-device copy", stream);
     return {};
   }
 

@@ -24,8 +24,8 @@ using DeviceBuffer = kiln::DeviceBuffer;
 Expected<DeviceBuffer> allocateDevice(size_t bytes, std::string_view what);
 
 // Host -> device on `stream`. Copies of 1 MiB and more go through pinned staging buffers (the DMA
-// engine reads pageable memory at a fraction of the bus's speed); the host memory may be reused as
-// soon as this returns.
+// engine reads pageable memory at a fraction of the bus's speed). The copy is complete when this
+// returns: the host memory may be reused, and work on any stream sees the data.
 Status copyToDevice(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
 // Device -> host on `stream`, after the work queued before it; returns when `dst` holds the bytes.
 Status copyToHost(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);

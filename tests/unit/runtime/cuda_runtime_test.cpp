@@ -108,6 +108,28 @@ TEST_F(CudaTest, DeviceTensorsRoundTrip) {
   EXPECT_EQ(*z->download(), Tensor(TensorType{DType::I32, {5}}));
 }
 
+// Uploads of 1 MiB and more go through pinned staging on their own stream; a run on the
+// program's stream right after must see all of it (the simulator's initcheck found kernels
+// reading inputs whose last chunks were still in flight). Several rounds: it was a race.
+TEST_F(CudaTest, StagedUploadsAreCompleteBeforeTheNextRun) {
+  auto exe = compile(R"(func @main(%x: f32[1024,1024]) -> f32[1024,1024] {
+  %y = mul %x, %x
+  return %y
+}
+)");
+  ASSERT_TRUE(exe);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::vector<Tensor> inputs = randomInputs(exe->function(), seed);
+    auto host = exe->run(inputs);
+    ASSERT_TRUE(host.ok()) << host.error().str();
+    auto x = DeviceTensor::upload(inputs[0]);
+    ASSERT_TRUE(x.ok()) << x.error().str();
+    auto device = exe->runOnDevice({*x});
+    ASSERT_TRUE(device.ok()) << device.error().str();
+    EXPECT_EQ(*(*device)[0].download(), (*host)[0]) << "seed " << seed;
+  }
+}
+
 TEST_F(CudaTest, DeviceRunsMatchHostRunsAndChain) {
   auto exe = compile(kSoftmax);
   ASSERT_TRUE(exe);
