@@ -49,6 +49,8 @@ def read_jsonl(paths):
                 except json.JSONDecodeError:
                     bad += 1
                     continue
+                if isinstance(rec, dict) and rec.get("simulated"):
+                    continue  # the GPU simulator's counters: no times to compare
                 if isinstance(rec, dict) and rec.get("case"):
                     records.append(rec)
                 else:

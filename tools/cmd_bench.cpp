@@ -1,6 +1,7 @@
 // `kiln bench`: times a compiled step (each kernel and the whole step) and quotes its bandwidth as
 // a fraction of the copy bandwidth measured in the same run; a data-parallel step also gets its
-// reductions and their overlap with computation measured (bench_data_parallel.h).
+// reductions and their overlap with computation measured (bench_data_parallel.h). On the GPU
+// simulator it reports the simulator's counters per kernel instead of times (bench_gpusim.h).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,11 +16,13 @@
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
 #include "tools/bench_data_parallel.h"
+#include "tools/bench_gpusim.h"
 #include "tools/bench_report.h"
 #include "tools/cli.h"
 #include "tools/inputs.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/cuda/program.h"
 #endif
 
@@ -141,6 +144,17 @@ int run(const Command& c, const Args& args) {
       if (!result) return result.error();
       return {};
     };
+  }
+  // On the GPU simulator the kernels get its counters, not times (bench_gpusim.h).
+  if (*backend == Backend::Cuda && cuda::api().simulated) {
+    SimulatedBenchSetup setup{std::filesystem::path(args.positional[0]).stem().string(), f.name(), device(*backend),
+                              args.has("--reps") ? reps : 1, json, hasAllReduce((*exe)->plan())};
+    auto kernels = codegen::reportKernels((*exe)->plan(), compileOptions.target);
+    if (Status s = benchOnSimulator(kernels, setup, timeStep); !s) {
+      reportError(s.error());
+      return kExitError;
+    }
+    return kExitOk;
   }
 #endif
   // A data-parallel step (all_reduce ops, under mpirun) is timed three ways (bench_data_parallel.h);
@@ -282,7 +296,12 @@ Command benchCommand() {
             "A step with all_reduce ops (kiln grad --data-parallel, kiln train --print-step --replicas N),\n"
             "run under mpirun -np N, is also timed with its reductions synchronous and skipped: rank 0\n"
             "prints the compute time, each bucket's all-reduce time and bytes, and the fraction of the\n"
-            "all-reduce time the overlap hides (JSON lines with \"section\": \"data_parallel\").",
+            "all-reduce time the overlap hides (JSON lines with \"section\": \"data_parallel\").\n"
+            "On the GPU simulator (KILN_CUDA_DRIVER=libkiln_gpusim.so) no time is a GPU time: --backend\n"
+            "cuda prints the simulator's counters for each kernel of one run (bytes, sectors per request,\n"
+            "sector efficiency, bank conflicts, blocks, occupancy, SM coverage, warp instructions), JSON\n"
+            "lines marked \"simulated\": true, and the simulator's own wall clock per step over --reps\n"
+            "runs (default 1; --warmup is not used: the counted run comes first).",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "cpu, cuda or auto (default auto)"},
              {"--reps", "N", "timed runs (default 50)"},

@@ -44,11 +44,12 @@ GPUSIM_EXPORT size_t gpusimKernelStatsCount(void) {
   return statsLog().size();
 }
 
-GPUSIM_EXPORT int gpusimKernelStatsGet(size_t i, GpusimKernelStats* out) {
+GPUSIM_EXPORT int gpusimKernelStatsGet(size_t i, GpusimKernelStats* caller, size_t callerSize) {
   std::lock_guard<std::mutex> lock(statsMutex());
-  if (!out || i >= statsLog().size()) return -1;
+  if (!caller || i >= statsLog().size()) return -1;
   const gpusim::KernelStats& s = statsLog()[i];
-  *out = GpusimKernelStats{};
+  GpusimKernelStats full{};
+  GpusimKernelStats* out = &full;
   std::strncpy(out->name, s.name.c_str(), sizeof out->name - 1);
   copyDim(s.grid, out->grid);
   copyDim(s.block, out->block);
@@ -72,7 +73,8 @@ GPUSIM_EXPORT int gpusimKernelStatsGet(size_t i, GpusimKernelStats* out) {
   out->achieved_occupancy = s.achievedOccupancy;
   out->sm_coverage = s.smCoverage;
   out->sector_efficiency = s.sectorEfficiency();
-  out->bank_conflicts_per_request = s.bankConflictsPerRequest();
+  out->shared_wavefronts_per_request = s.sharedWavefrontsPerRequest();
+  std::memcpy(caller, &full, std::min(callerSize, sizeof full));
   return 0;
 }
 

@@ -41,7 +41,7 @@ struct KernelStats {
     uint64_t sectors = globalLoadSectors + globalStoreSectors;
     return sectors ? double(globalLoadBytes + globalStoreBytes) / (32.0 * double(sectors)) : 1.0;
   }
-  double bankConflictsPerRequest() const {
+  double sharedWavefrontsPerRequest() const {
     return sharedRequests ? double(sharedWavefronts) / double(sharedRequests) : 1.0;
   }
 };

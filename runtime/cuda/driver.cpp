@@ -55,6 +55,11 @@ Status load(LoadedDriver& d) {
                  "; kiln needs a driver for CUDA 12 or newer (update the NVIDIA driver)");
   d.api.simulated = (*d.library).symbol("gpusimIsSimulator") != nullptr;
   d.api.gpusimLastReport = reinterpret_cast<const char* (*)()>((*d.library).symbol("gpusimLastReport"));
+#define KILN_GPUSIM_LOOKUP(fn) d.api.fn = reinterpret_cast<decltype(d.api.fn)>((*d.library).symbol(#fn));
+  KILN_GPUSIM_LOOKUP(gpusimKernelStatsCount)
+  KILN_GPUSIM_LOOKUP(gpusimKernelStatsGet)
+  KILN_GPUSIM_LOOKUP(gpusimKernelStatsReset)
+#undef KILN_GPUSIM_LOOKUP
   if (d.api.cuDriverGetVersion(&d.api.version) != CUDA_SUCCESS) d.api.version = 0;
   CUresult init = d.api.cuInit(0);
   if (init != CUDA_SUCCESS) {

@@ -5,6 +5,8 @@
 
 #include <cuda.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -27,6 +29,28 @@ namespace kiln::cuda {
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuLaunchKernel) X(cuGraphInstantiate)                 \
   X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy)
 
+// One kernel launch's counters as the GPU simulator records them: gpusim.h's GpusimKernelStats,
+// declared again here because kiln does not depend on gpusim. The layout is a C ABI the two share:
+// the same members, types and order (a change on one side needs the same change on the other, and
+// `kiln bench --backend cuda` on the simulator checks the byte counts end to end,
+// tests/lit/cli/bench_gpusim.test). Counted per warp-level request, as Nsight Compute counts.
+struct SimulatedKernelStats {
+  char name[256];  // the kernel's name, truncated to fit
+  uint32_t grid[3], block[3];
+  uint32_t registers_per_thread;  // from the PTX's .reg declarations: an upper bound on ptxas'
+  uint32_t static_shared_bytes, dynamic_shared_bytes, local_bytes_per_thread;
+  uint64_t warp_instructions;    // inst_executed
+  uint64_t thread_instructions;  // thread_inst_executed
+  uint64_t global_load_requests, global_load_sectors, global_load_bytes;
+  uint64_t global_store_requests, global_store_sectors, global_store_bytes;
+  uint64_t atomic_requests;
+  uint64_t shared_requests, shared_wavefronts;
+  uint32_t blocks_per_sm;
+  double theoretical_occupancy, achieved_occupancy, sm_coverage;
+  double sector_efficiency;           // bytes asked for / (32 x sectors touched), 1 = ideal
+  double shared_wavefronts_per_request;  // 1 = conflict-free
+};
+
 struct DriverApi {
 #define KILN_CUDA_DRIVER_POINTER(fn) decltype(&::fn) fn = nullptr;
   KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DRIVER_POINTER)
@@ -37,6 +61,11 @@ struct DriverApi {
   // PTX line, thread and address) is appended to kiln's error.
   bool simulated = false;
   const char* (*gpusimLastReport)() = nullptr;
+  // The simulator's counters of each launch since the start or the last reset, in completion
+  // order (a faulted launch is not recorded); Get returns 0, or -1 for an index out of range.
+  size_t (*gpusimKernelStatsCount)() = nullptr;
+  int (*gpusimKernelStatsGet)(size_t index, SimulatedKernelStats* out, size_t outSize) = nullptr;
+  void (*gpusimKernelStatsReset)() = nullptr;
 };
 
 // The driver, loaded and initialised (cuInit) once per process; later calls return the same

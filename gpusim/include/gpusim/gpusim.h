@@ -43,14 +43,16 @@ typedef struct GpusimKernelStats {
   uint32_t blocks_per_sm;
   double theoretical_occupancy, achieved_occupancy, sm_coverage;
   double sector_efficiency;          /* bytes asked for / (32 x sectors touched), 1 = ideal */
-  double bank_conflicts_per_request; /* shared wavefronts per request, 1 = conflict-free */
+  double shared_wavefronts_per_request; /* 1 = conflict-free; bank conflicts per request = this - 1 */
 } GpusimKernelStats;
 
 /* Launches recorded since the start or the last reset, in completion order (a launch that faulted
  * is not recorded: its report is gpusimLastReport's). */
 size_t gpusimKernelStatsCount(void);
-/* Copies launch i's counters into *out; 0 on success, -1 if i is out of range. */
-int gpusimKernelStatsGet(size_t i, GpusimKernelStats* out);
+/* Copies launch i's counters into *out, at most out_size bytes of them (pass sizeof *out: a caller
+ * built against an older, shorter struct gets the prefix it knows, fields are only ever appended);
+ * 0 on success, -1 if i is out of range. */
+int gpusimKernelStatsGet(size_t i, GpusimKernelStats* out, size_t out_size);
 void gpusimKernelStatsReset(void);
 
 #ifdef __cplusplus

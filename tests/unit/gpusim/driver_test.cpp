@@ -257,13 +257,13 @@ TEST_F(Driver, SaxpyRunsWithKernelParams) {
   EXPECT_EQ(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, saxpy, 256, 0), CUDA_SUCCESS);
   ASSERT_EQ(cu.gpusimKernelStatsCount(), 1u);
   GpusimKernelStats stats;
-  ASSERT_EQ(cu.gpusimKernelStatsGet(0, &stats), 0);
+  ASSERT_EQ(cu.gpusimKernelStatsGet(0, &stats, sizeof stats), 0);
   EXPECT_STREQ(stats.name, "saxpy");
   EXPECT_EQ(stats.grid[0], 4u);
   EXPECT_EQ(stats.block[0], 256u);
   EXPECT_EQ(stats.registers_per_thread, static_cast<uint32_t>(regs));
   EXPECT_EQ(stats.blocks_per_sm, static_cast<uint32_t>(blocks));
-  EXPECT_EQ(cu.gpusimKernelStatsGet(1, &stats), -1);
+  EXPECT_EQ(cu.gpusimKernelStatsGet(1, &stats, sizeof stats), -1);
 }
 
 TEST_F(Driver, ExtraParameterBufferIsCheckedAgainstTheEntry) {
@@ -491,7 +491,7 @@ TEST_F(Driver, KernelStatsCountSectorsPerRequest) {
   ASSERT_EQ(cu.cuCtxSynchronize(), CUDA_SUCCESS) << report();
   ASSERT_EQ(cu.gpusimKernelStatsCount(), 2u);
   GpusimKernelStats s;
-  ASSERT_EQ(cu.gpusimKernelStatsGet(0, &s), 0);
+  ASSERT_EQ(cu.gpusimKernelStatsGet(0, &s, sizeof s), 0);
   EXPECT_STREQ(s.name, "copy");
   const uint64_t warps = n / 32;
   EXPECT_EQ(s.global_load_requests, warps);
@@ -511,7 +511,7 @@ TEST_F(Driver, KernelStatsCountSectorsPerRequest) {
   EXPECT_DOUBLE_EQ(s.theoretical_occupancy, 1.0);
   EXPECT_DOUBLE_EQ(s.sm_coverage, 16.0 / 132.0);
   // x[2 i]: each load request touches 8 sectors for 128 bytes; the stores stay ideal.
-  ASSERT_EQ(cu.gpusimKernelStatsGet(1, &s), 0);
+  ASSERT_EQ(cu.gpusimKernelStatsGet(1, &s, sizeof s), 0);
   EXPECT_STREQ(s.name, "copy");
   EXPECT_EQ(s.global_load_sectors, warps * 8);
   EXPECT_DOUBLE_EQ(s.sector_efficiency, 2.0 * n * 4 / (32.0 * (warps * 8 + warps * 4)));

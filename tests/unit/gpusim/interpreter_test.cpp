@@ -297,7 +297,7 @@ TEST_F(Interpreter, CountsSharedMemoryBankConflicts) {
   ASSERT_EQ(r.fault, Fault::None) << r.report;
   EXPECT_EQ(r.stats.sharedRequests, 2u);
   EXPECT_EQ(r.stats.sharedWavefronts, 64u);
-  EXPECT_DOUBLE_EQ(r.stats.bankConflictsPerRequest(), 32.0);
+  EXPECT_DOUBLE_EQ(r.stats.sharedWavefrontsPerRequest(), 32.0);
 }
 
 // A .func with parameters and a return value, called by a divergent subset of lanes.

@@ -1,0 +1,258 @@
+// kiln bench on the GPU simulator: the counters it records per launch, per kernel, as a table or
+// JSON lines marked "simulated": true, and the simulator's own speed on the host's clock.
+#include "tools/bench_gpusim.h"
+
+#if KILN_HAVE_CUDA
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+
+#include "runtime/cuda/driver.h"
+#include "tools/bench_report.h"
+
+namespace kiln::cli {
+
+namespace {
+
+// What the simulator counted for one kernel, summed over its launches in one step (a kernel in a
+// map or while body launches once per iteration).
+struct SimulatedCounters {
+  uint64_t launches = 0;
+  uint64_t blocks = 0, threadsPerBlock = 0;  // of one launch (the last)
+  uint32_t registersPerThread = 0, sharedBytesPerBlock = 0, blocksPerSm = 0;
+  uint64_t warpInstructions = 0, threadInstructions = 0;
+  uint64_t loadRequests = 0, loadSectors = 0, loadBytes = 0;
+  uint64_t storeRequests = 0, storeSectors = 0, storeBytes = 0;
+  uint64_t atomicRequests = 0, sharedRequests = 0, sharedWavefronts = 0;
+  // Summed over launches; averaged() divides them by `launches`.
+  double theoreticalOccupancy = 0, achievedOccupancy = 0, smCoverage = 0;
+
+  void add(const SimulatedCounters& other);
+  // Bytes the lanes asked for / (32 x sectors touched), loads and stores together: 1 when coalesced.
+  double sectorEfficiency() const;
+  // Shared-memory wavefronts beyond one per request, per request: 0 when conflict-free.
+  double bankConflictsPerRequest() const;
+  double averaged(double sum) const { return launches ? sum / static_cast<double>(launches) : 0; }
+};
+
+void SimulatedCounters::add(const SimulatedCounters& o) {
+  launches += o.launches;
+  blocks = o.blocks;
+  threadsPerBlock = o.threadsPerBlock;
+  registersPerThread = o.registersPerThread;
+  sharedBytesPerBlock = o.sharedBytesPerBlock;
+  blocksPerSm = o.blocksPerSm;
+  warpInstructions += o.warpInstructions;
+  threadInstructions += o.threadInstructions;
+  loadRequests += o.loadRequests;
+  loadSectors += o.loadSectors;
+  loadBytes += o.loadBytes;
+  storeRequests += o.storeRequests;
+  storeSectors += o.storeSectors;
+  storeBytes += o.storeBytes;
+  atomicRequests += o.atomicRequests;
+  sharedRequests += o.sharedRequests;
+  sharedWavefronts += o.sharedWavefronts;
+  theoreticalOccupancy += o.theoreticalOccupancy;
+  achievedOccupancy += o.achievedOccupancy;
+  smCoverage += o.smCoverage;
+}
+
+double SimulatedCounters::sectorEfficiency() const {
+  uint64_t sectors = loadSectors + storeSectors;
+  return sectors ? static_cast<double>(loadBytes + storeBytes) / (32.0 * static_cast<double>(sectors)) : 1.0;
+}
+
+// gpusim reports wavefronts per request (1 when conflict-free); a bank conflict, as Nsight Compute
+// counts it, is a wavefront beyond the first.
+double SimulatedCounters::bankConflictsPerRequest() const {
+  if (sharedRequests == 0 || sharedWavefronts <= sharedRequests) return 0;
+  return static_cast<double>(sharedWavefronts - sharedRequests) / static_cast<double>(sharedRequests);
+}
+
+SimulatedCounters countersOf(const cuda::SimulatedKernelStats& s) {
+  SimulatedCounters c;
+  c.launches = 1;
+  c.blocks = uint64_t{s.grid[0]} * s.grid[1] * s.grid[2];
+  c.threadsPerBlock = uint64_t{s.block[0]} * s.block[1] * s.block[2];
+  c.registersPerThread = s.registers_per_thread;
+  c.sharedBytesPerBlock = s.static_shared_bytes + s.dynamic_shared_bytes;
+  c.blocksPerSm = s.blocks_per_sm;
+  c.warpInstructions = s.warp_instructions;
+  c.threadInstructions = s.thread_instructions;
+  c.loadRequests = s.global_load_requests;
+  c.loadSectors = s.global_load_sectors;
+  c.loadBytes = s.global_load_bytes;
+  c.storeRequests = s.global_store_requests;
+  c.storeSectors = s.global_store_sectors;
+  c.storeBytes = s.global_store_bytes;
+  c.atomicRequests = s.atomic_requests;
+  c.sharedRequests = s.shared_requests;
+  c.sharedWavefronts = s.shared_wavefronts;
+  c.theoreticalOccupancy = s.theoretical_occupancy;
+  c.achievedOccupancy = s.achieved_occupancy;
+  c.smCoverage = s.sm_coverage;
+  return c;
+}
+
+// Clears the simulator's launch log, runs the step once and sums the logged launches by kernel name.
+Expected<std::map<std::string, SimulatedCounters>> countLaunches(const std::function<Status(ExecuteOptions)>& step) {
+  const cuda::DriverApi& api = cuda::api();
+  if (!api.gpusimKernelStatsCount || !api.gpusimKernelStatsGet || !api.gpusimKernelStatsReset)
+    return Error("the GPU simulator kiln loaded lacks gpusimKernelStatsCount/Get/Reset, which kiln bench reads; "
+                 "build libkiln_gpusim.so from the same source tree as kiln");
+  api.gpusimKernelStatsReset();
+  KILN_TRY(step(ExecuteOptions{}));
+  std::map<std::string, SimulatedCounters> byName;
+  for (size_t i = 0, n = api.gpusimKernelStatsCount(); i < n; ++i) {
+    cuda::SimulatedKernelStats s{};
+    if (api.gpusimKernelStatsGet(i, &s, sizeof s) != 0) break;
+    s.name[sizeof s.name - 1] = '\0';
+    byName[s.name].add(countersOf(s));
+  }
+  return byName;
+}
+
+// 1234567 -> "1.23 M"; bytes -> "4.19 MB", "400 B" (decimal units, as GB/s elsewhere in kiln bench).
+std::string decimal(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T"};
+  int p = 0;
+  while (v >= 999.5 && p < 4) v /= 1000, ++p;
+  std::string suffix = std::string(prefixes[p]) + unit;
+  std::string number = p == 0 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+  return suffix.empty() ? number : number + " " + suffix;
+}
+
+double perRequest(uint64_t sectors, uint64_t requests) {
+  return requests ? static_cast<double>(sectors) / static_cast<double>(requests) : 0;
+}
+
+struct SimulatedRow {
+  std::string kernel, layout;
+  bool perIteration = false;
+  SimulatedCounters counters;  // launches == 0: not launched on the simulator
+};
+
+// The members every line has (kernel rows and the total), after "case", "kernel", "name", "layout".
+std::string countersJson(const SimulatedCounters& c) {
+  return fmt::format(
+      "\"launches\": {}, \"warp_instructions\": {}, \"thread_instructions\": {}, \"bytes_read\": {}, "
+      "\"bytes_written\": {}, \"global_load_requests\": {}, \"global_load_sectors\": {}, "
+      "\"global_store_requests\": {}, \"global_store_sectors\": {}, \"load_sectors_per_request\": {:.2f}, "
+      "\"store_sectors_per_request\": {:.2f}, \"sector_efficiency\": {:.4f}, \"atomic_requests\": {}, "
+      "\"shared_requests\": {}, \"shared_wavefronts\": {}, \"shared_wavefronts_per_request\": {:.4f}, "
+      "\"bank_conflicts_per_request\": {:.4f}",
+      c.launches, c.warpInstructions, c.threadInstructions, c.loadBytes, c.storeBytes, c.loadRequests, c.loadSectors,
+      c.storeRequests, c.storeSectors, perRequest(c.loadSectors, c.loadRequests),
+      perRequest(c.storeSectors, c.storeRequests), c.sectorEfficiency(), c.atomicRequests, c.sharedRequests,
+      c.sharedWavefronts, perRequest(c.sharedWavefronts, c.sharedRequests), c.bankConflictsPerRequest());
+}
+
+void printJson(const std::vector<SimulatedRow>& rows, const SimulatedCounters& total, double wallMs,
+               const SimulatedBenchSetup& setup) {
+  std::string tail =
+      fmt::format("\"simulated\": true, \"backend\": \"cuda\", \"device\": \"{}\"}}\n", jsonEscape(setup.device));
+  std::string caseName = jsonEscape(setup.caseName);
+  for (const SimulatedRow& r : rows) {
+    std::string name = jsonEscape(r.kernel);
+    fmt::print("{{\"case\": \"{}\", \"kernel\": \"{}\", \"name\": \"{}\", \"layout\": \"{}\", \"per_iteration\": {}, ",
+               caseName, name, name, jsonEscape(r.layout), r.perIteration ? "true" : "false");
+    const SimulatedCounters& c = r.counters;
+    if (c.launches == 0) {
+      fmt::print("\"launches\": 0, {}", tail);
+      continue;
+    }
+    fmt::print("{}, \"blocks\": {}, \"threads_per_block\": {}, \"registers_per_thread\": {}, "
+               "\"shared_bytes_per_block\": {}, \"blocks_per_sm\": {}, \"theoretical_occupancy\": {:.4f}, "
+               "\"achieved_occupancy\": {:.4f}, \"sm_coverage\": {:.4f}, {}",
+               countersJson(c), c.blocks, c.threadsPerBlock, c.registersPerThread, c.sharedBytesPerBlock,
+               c.blocksPerSm, c.averaged(c.theoreticalOccupancy), c.averaged(c.achievedOccupancy),
+               c.averaged(c.smCoverage), tail);
+  }
+  double perSecond = wallMs > 0 ? static_cast<double>(total.warpInstructions) / (wallMs / 1e3) : 0;
+  fmt::print("{{\"case\": \"{}\", \"kernel\": \"total\", \"name\": \"total\", \"layout\": \"{} kernel{}\", {}, "
+             "\"sim_wall_ms\": {:.3f}, \"sim_warp_instructions_per_s\": {:.0f}, \"sim_runs\": {}, {}",
+             caseName, rows.size(), rows.size() == 1 ? "" : "s", countersJson(total), wallMs, perSecond, setup.reps,
+             tail);
+}
+
+void printTable(const std::vector<SimulatedRow>& rows, const SimulatedCounters& total, double wallMs,
+                const SimulatedBenchSetup& setup) {
+  fmt::print("@{} on cuda: {}\n", setup.function, setup.device);
+  fmt::print("simulated: the GPU simulator's counters for one run of the step; it models no time, so no kernel is "
+             "timed\n");
+  fmt::print("{:<28} {:<36} {:>7} {:>9} {:>6} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>9}\n", "kernel", "layout",
+             "blocks", "occupancy", "SMs", "warp inst", "read", "written", "sector eff", "sect/ld", "sect/st",
+             "conflicts");
+  auto print = [](const std::string& kernel, const std::string& layout, const SimulatedCounters& c, bool launch) {
+    auto percent = [&](double sum) { return launch ? fmt::format("{:.1f}%", 100 * c.averaged(sum)) : "-"; };
+    auto sectors = [](uint64_t s, uint64_t r) { return r ? fmt::format("{:.1f}", perRequest(s, r)) : "-"; };
+    fmt::print("{:<28} {:<36} {:>7} {:>9} {:>6} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>9}\n", kernel, layout,
+               launch ? std::to_string(c.blocks) : "-", percent(c.achievedOccupancy), percent(c.smCoverage),
+               decimal(static_cast<double>(c.warpInstructions), ""), decimal(static_cast<double>(c.loadBytes), "B"),
+               decimal(static_cast<double>(c.storeBytes), "B"), fmt::format("{:.1f}%", 100 * c.sectorEfficiency()),
+               sectors(c.loadSectors, c.loadRequests), sectors(c.storeSectors, c.storeRequests),
+               c.sharedRequests ? fmt::format("{:.2f}", c.bankConflictsPerRequest()) : "-");
+  };
+  for (const SimulatedRow& r : rows) {
+    if (r.counters.launches == 0) {
+      fmt::print("{:<28} {:<36} not launched on the simulator\n", r.kernel, r.layout);
+      continue;
+    }
+    print(r.kernel, r.layout, r.counters, true);
+  }
+  print("total", fmt::format("{} kernel{}", rows.size(), rows.size() == 1 ? "" : "s"), total, false);
+  double perSecond = wallMs > 0 ? static_cast<double>(total.warpInstructions) / (wallMs / 1e3) : 0;
+  fmt::print("simulator: {:.3f} ms of host wall clock per step (median of {} run{}), {} warp inst/s: the simulator's "
+             "speed, not the GPU's\n",
+             wallMs, setup.reps, setup.reps == 1 ? "" : "s", decimal(perSecond, ""));
+  fmt::print("occupancy: achieved warps / 64 on the SMs given blocks; SMs: share of the SMs given a block; sector eff: "
+             "bytes asked for / (32 x sectors touched); sect/ld, sect/st: sectors per warp-level global load and store "
+             "(4 for 32-bit lanes, 16 for 128-bit); conflicts: shared-memory wavefronts beyond one per request\n");
+  if (setup.dataParallel)
+    fmt::print("data parallel: not measured on the simulator (one process, and its times are not the GPU's)\n");
+  for (const SimulatedRow& r : rows)
+    if (r.perIteration) {
+      fmt::print("kernels in a map/while body: counters summed over their launches (iterations)\n");
+      break;
+    }
+}
+
+}  // namespace
+
+Status benchOnSimulator(const std::vector<codegen::KernelReport>& kernels, const SimulatedBenchSetup& setup,
+                        const std::function<Status(ExecuteOptions)>& step) {
+  auto launches = countLaunches(step);
+  if (!launches) return launches.error();
+  std::vector<SimulatedRow> rows;
+  SimulatedCounters total;
+  for (const codegen::KernelReport& k : kernels) {
+    SimulatedRow row{k.name, k.layout, !k.region.empty(), {}};
+    if (auto it = launches->find(k.name); it != launches->end()) {
+      row.counters = it->second;
+      launches->erase(it);
+    }
+    total.add(row.counters);
+    rows.push_back(row);
+  }
+  // Launches of kernels the plan does not report (none expected): still counted, not hidden.
+  for (const auto& [name, counters] : *launches) {
+    rows.push_back({name, "(not in the plan)", false, counters});
+    total.add(counters);
+  }
+  std::vector<double> wallMs;
+  for (int r = 0; r < setup.reps; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    KILN_TRY(step(ExecuteOptions{}));
+    wallMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (setup.json) printJson(rows, total, median(wallMs), setup);
+  else printTable(rows, total, median(wallMs), setup);
+  return {};
+}
+
+}  // namespace kiln::cli
+
+#endif  // KILN_HAVE_CUDA
