@@ -60,7 +60,7 @@ class Interpreter : public ::testing::Test {
     r.block = block;
     r.dynamicSharedBytes = dynamicShared;
     r.params.resize(args.size() * 8);
-    std::memcpy(r.params.data(), args.data(), r.params.size());
+    if (!args.empty()) std::memcpy(r.params.data(), args.data(), r.params.size());
     LaunchOptions o;
     o.instructionBudget = budget;
     return launch(r, memory, o);
