@@ -59,13 +59,13 @@ void addTips(std::vector<uint32_t>& tips, const std::vector<uint32_t>& more) {
 // stream must be joined back before the capture ends.
 bool allJoined(const CUgraph_st& g, const std::vector<uint32_t>& tips) {
   std::vector<bool> reached(g.nodes.size(), false);
-  std::vector<uint32_t> todo = tips;
-  while (!todo.empty()) {
-    uint32_t n = todo.back();
-    todo.pop_back();
+  std::vector<uint32_t> pending = tips;
+  while (!pending.empty()) {
+    uint32_t n = pending.back();
+    pending.pop_back();
     if (reached[n]) continue;
     reached[n] = true;
-    for (uint32_t d : g.nodes[n].deps) todo.push_back(d);
+    for (uint32_t d : g.nodes[n].deps) pending.push_back(d);
   }
   return std::all_of(reached.begin(), reached.end(), [](bool r) { return r; });
 }
