@@ -50,7 +50,7 @@ std::string cacheKey(const Function& function, const CompileOptions& options, co
   // Dumps do not change the artifact, so dumpDir is not part of the key.
   std::string text = fmt::format("{}\nLLVM {}\ntarget={} arch={} fast-math={}\nartifact={}\n{}", kCompilerVersion,
                                  LLVM_VERSION_STRING, targetName(options.target), options.gpuArch, options.fastMath,
-                                 artifact, printFunction(function));
+                                 artifact, printFunction(function, kHashedConstants));
   return sha256Hex(text);
 }
 

@@ -4,6 +4,10 @@
 #include <string>
 #include <vector>
 
+namespace kiln {
+class CompileProfile;
+}
+
 namespace kiln::codegen {
 
 enum class Target { Cpu, Cuda };
@@ -23,6 +27,9 @@ struct CompileOptions {
   // each op becomes its own kernel. For debugging a pass and for differential tests against the
   // unoptimised graph. A name that is not a pass is an error (listing the passes).
   std::vector<std::string> disabledPasses;
+  // When set, every stage records its wall time and peak memory here (ir/compile_profile.h:
+  // `kiln compile --time-passes`, the compile-time benchmark). Not part of what is compiled.
+  CompileProfile* profile = nullptr;
 };
 
 }  // namespace kiln::codegen

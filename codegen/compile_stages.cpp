@@ -4,6 +4,7 @@
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_target.h"
 #include "codegen/cuda_compiler.h"
+#include "ir/compile_profile.h"
 #include "ir/printer.h"
 
 namespace kiln::codegen {
@@ -15,11 +16,12 @@ Expected<CompiledStages> compileCpuStages(const Function& function, const Compil
   auto c = compileForCpu(function, options);
   if (!c) return c.error();
   CompiledStages stages;
-  stages.kiln = kiln::printFunction(*c->optimized.function);
+  stages.kiln = kiln::printFunction(*c->optimized.function, kSummaryPrint);
   for (const KernelGroup* group : c->plan->allGroups()) stages.kernels.push_back(group->name);
   stages.errors = c->errors;
   stages.unoptimizedIR = c->unoptimizedIr;
   stages.optimizedIR = printModule(*c->module);
+  StageTimer timer(options.profile, "llvm codegen");
   auto assembly = emitCpuAssembly(*c->module, *c->tm);
   if (!assembly) return assembly.error();
   stages.code = std::move(*assembly);
@@ -33,7 +35,7 @@ Expected<CompiledStages> compileStages(const Function& original, const CompileOp
   auto c = compileForCuda(original, options, cache);
   if (!c) return c.error();
   CompiledStages stages;
-  stages.kiln = kiln::printFunction(*c->optimized.function);
+  stages.kiln = kiln::printFunction(*c->optimized.function, kSummaryPrint);
   for (const KernelGroup* group : c->plan->allGroups()) stages.kernels.push_back(group->name);
   stages.errors = std::move(c->errors);
   stages.unoptimizedIR = std::move(c->unoptimizedIR);

@@ -5,6 +5,7 @@
 #include "codegen/cpu_jit.h"
 #include "codegen/cpu_target.h"
 #include "codegen/dump.h"
+#include "ir/compile_profile.h"
 
 namespace kiln::codegen {
 
@@ -18,7 +19,10 @@ Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptio
   if (!optimized) return optimized.error();
   c.optimized = std::move(*optimized);
   const Function& function = *c.optimized.function;
-  c.plan = planFunction(function);
+  {
+    StageTimer timer(options.profile, "plan");
+    c.plan = planFunction(function);
+  }
   auto tm = createHostTargetMachine(options);
   if (!tm) return tm.error();
   c.tm = std::move(*tm);
@@ -26,8 +30,11 @@ Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptio
   c.module = std::make_unique<llvm::Module>("kiln." + function.name(), *c.context);
   configureModule(*c.module, *c.tm);
   CpuTarget target(options.fastMath);
-  c.errors = emitKernels(*c.module, target, *c.plan);
-  c.unoptimizedIr = printModule(*c.module);
+  {
+    StageTimer timer(options.profile, "llvm emit");
+    c.errors = emitKernels(*c.module, target, *c.plan);
+    c.unoptimizedIr = printModule(*c.module);
+  }
   // The dump layout is codegen/dump.h's, shared with the NVPTX path.
   if (!options.dumpDir.empty()) {
     KILN_TRY(dumpKernelMap(options.dumpDir, function, *c.plan));
@@ -38,7 +45,10 @@ Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptio
 
 // O3; with a dump dir, write the optimised IR and the host assembly.
 Status optimizeForCpu(const Function& function, const CompileOptions& options, CpuCompilation& c) {
-  KILN_TRY(optimizeModule(*c.module, *c.tm));
+  {
+    StageTimer timer(options.profile, "llvm optimize");
+    KILN_TRY(optimizeModule(*c.module, *c.tm));
+  }
   if (!options.dumpDir.empty()) {
     KILN_TRY(dumpFile(options.dumpDir, function.name() + ".opt.ll", printModule(*c.module)));
     auto assembly = emitCpuAssembly(*c.module, *c.tm);
@@ -77,7 +87,11 @@ Expected<CpuObject> compileCpuObject(const Function& function, const CompileOpti
   if (!c) return c.error();
   CpuObject result;
   // The key hashes the optimised copy: what was planned and emitted.
-  std::string key = cache ? objectKey(*c->optimized.function, options, c->unoptimizedIr) : std::string();
+  std::string key;
+  if (cache) {
+    StageTimer timer(options.profile, "cache key");
+    key = objectKey(*c->optimized.function, options, c->unoptimizedIr);
+  }
   result.optimized = std::move(c->optimized);
   result.plan = std::move(c->plan);
   result.errors = std::move(c->errors);
@@ -90,6 +104,7 @@ Expected<CpuObject> compileCpuObject(const Function& function, const CompileOpti
     }
   }
   KILN_TRY(optimizeForCpu(function, options, *c));
+  StageTimer timer(options.profile, "llvm codegen");
   auto object = emitCpuObject(*c->module, *c->tm);
   if (!object) return object.error();
   result.object = std::move(*object);

@@ -7,6 +7,7 @@
 #include "codegen/dump.h"
 #include "codegen/nvptx_compiler.h"
 #include "codegen/nvptx_target.h"
+#include "ir/compile_profile.h"
 
 namespace kiln::codegen {
 
@@ -21,21 +22,32 @@ Status emitPtx(const Function& function, llvm::Module& module, const CompileOpti
   if (!compiler) return compiler.error();
   compiler->configure(module);
   NvptxTarget target(options.fastMath);
-  c.errors = emitKernels(module, target, *c.plan);
-  c.unoptimizedIR = printModule(module);
+  {
+    StageTimer timer(options.profile, "llvm emit");
+    c.errors = emitKernels(module, target, *c.plan);
+    c.unoptimizedIR = printModule(module);
+  }
   // The PTX also depends on the libdevice linked in. Without one, compile (and fail) uncached.
   auto libdevice = cache ? libdeviceFingerprint(module) : Expected<std::string>(std::string());
   if (!libdevice) cache = nullptr;
   // The emitted IR is part of the key, so PTX from an older emitter is never reused.
-  std::string key = cache ? cacheKey(function, options, "ptx " + *libdevice + "\n" + c.unoptimizedIR) : std::string();
+  std::string key;
+  if (cache) {
+    StageTimer timer(options.profile, "cache key");
+    key = cacheKey(function, options, "ptx " + *libdevice + "\n" + c.unoptimizedIR);
+  }
   if (cache && options.dumpDir.empty()) {
     if (auto hit = cache->lookup(key)) {
       c.ptx = std::move(*hit);
       return {};
     }
   }
-  KILN_TRY(compiler->optimize(module));
-  c.optimizedIR = printModule(module);
+  {
+    StageTimer timer(options.profile, "llvm optimize");
+    KILN_TRY(compiler->optimize(module));
+    c.optimizedIR = printModule(module);
+  }
+  StageTimer timer(options.profile, "llvm codegen");
   auto ptx = compiler->emitPtx(module);
   if (!ptx) return ptx.error();
   c.ptx = std::move(*ptx);
@@ -52,7 +64,10 @@ Expected<CudaCompilation> compileForCuda(const Function& original, const Compile
   c.optimized = std::move(*optimized);
   // From here on only the optimised copy: it is what the plan points into and the key hashes.
   const Function& function = *c.optimized.function;
-  c.plan = planFunction(function);
+  {
+    StageTimer timer(options.profile, "plan");
+    c.plan = planFunction(function);
+  }
   llvm::LLVMContext context;
   // Named after the function, not the file: the same function gives the same text anywhere.
   llvm::Module module("kiln." + function.name(), context);

@@ -28,7 +28,7 @@ Status writeFile(const std::string& dir, const std::string& fileName, const std:
 }  // namespace
 
 Status dumpInput(const std::string& dir, const Module& module) {
-  KILN_TRY(writeFile(dir, "00-input.kiln", kiln::printModule(module), false));
+  KILN_TRY(writeFile(dir, "00-input.kiln", kiln::printModule(module, kSummaryPrint), false));
   return writeFile(dir, "kernels.txt", "", false);
 }
 

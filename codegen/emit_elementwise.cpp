@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "codegen/element_emitter.h"
+#include "ir/constant_data.h"
 
 namespace kiln::codegen {
 
@@ -231,14 +232,13 @@ llvm::Value* cast(ElementEmitter& e, const Op& op, const Index& index) {
 }
 
 // A splat is an immediate; other literals are a private constant array named after the kernel.
+// The planner keeps constant data (ir/constant_data.h) out of kernels, so such arrays are small
+// tables, except in a fusion written by hand in .kiln text.
 llvm::Value* constantOp(ElementEmitter& e, const Op& op, const Index& index) {
   const Tensor& t = op.attr("value").getDense();
   DType dtype = t.dtype();
-  size_t size = dtypeSize(dtype);
   const auto* bytes = static_cast<const uint8_t*>(t.data());
-  bool splat = true;
-  for (int64_t i = 1; i < t.numElements() && splat; ++i) splat = std::memcmp(bytes, bytes + i * size, size) == 0;
-  if (splat) {
+  if (isSplat(t)) {
     if (t.numElements() == 0) return llvm::Constant::getNullValue(e.computeType(dtype));
     if (isFloat(dtype)) return e.constant(dtype, t.getDouble(0));
     if (dtype == DType::Bool) return e.b.getInt1(t.getBool(0));

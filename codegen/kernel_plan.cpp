@@ -6,6 +6,9 @@
 #include "codegen/kernel_plan.h"
 
 #include <algorithm>
+#include <unordered_set>
+
+#include "ir/constant_data.h"
 
 namespace kiln::codegen {
 
@@ -20,13 +23,12 @@ namespace {
 // Operands of the group's ops that no op of the group defines, deduplicated, in first-use order.
 // Values used inside nested regions cannot occur: region ops are never in a kernel group.
 std::vector<const Value*> groupInputs(const std::vector<const Op*>& ops) {
+  std::unordered_set<const Op*> members(ops.begin(), ops.end());
+  std::unordered_set<const Value*> seen;
   std::vector<const Value*> inputs;
-  for (const Op* op : ops) {
-    for (const Value* v : op->operands()) {
-      bool internal = v->definingOp() && std::find(ops.begin(), ops.end(), v->definingOp()) != ops.end();
-      if (!internal && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
-    }
-  }
+  for (const Op* op : ops)
+    for (const Value* v : op->operands())
+      if (!members.count(v->definingOp()) && seen.insert(v).second) inputs.push_back(v);
   return inputs;
 }
 
@@ -72,6 +74,10 @@ class Planner {
       const Op* op = opPtr.get();
       OpClass cls = op->info().cls;
       if (cls == OpClass::Terminator) continue;
+      if (isConstantData(*op)) {
+        plan->constants.push_back(op->result());
+        continue;
+      }
       if (op->kind() == OpKind::Fusion) {
         addGroup(*plan, fusionGroup(*op));
         continue;
@@ -129,11 +135,23 @@ void collectGroups(const BlockPlan& plan, std::vector<const KernelGroup*>& out) 
   }
 }
 
+void collectConstants(const BlockPlan& plan, std::vector<const Value*>& out) {
+  out.insert(out.end(), plan.constants.begin(), plan.constants.end());
+  for (const Step& step : plan.steps)
+    for (const auto& region : step.region.regions) collectConstants(*region, out);
+}
+
 }  // namespace
 
 std::vector<const KernelGroup*> BlockPlan::allGroups() const {
   std::vector<const KernelGroup*> out;
   collectGroups(*this, out);
+  return out;
+}
+
+std::vector<const Value*> BlockPlan::allConstants() const {
+  std::vector<const Value*> out;
+  collectConstants(*this, out);
   return out;
 }
 

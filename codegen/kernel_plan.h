@@ -66,13 +66,18 @@ struct BlockPlan {
   const Block* block;
   std::vector<KernelGroup> groups;
   std::vector<Step> steps;
+  // Constant data defined in this block (ir/constant_data.h): no step computes them; the runtime
+  // holds each in a buffer made once per executable, which kernels read as an input.
+  std::vector<const Value*> constants;
   // Every kernel group of this plan and of nested region plans, depth first (for emitting one
   // LLVM module per function).
   std::vector<const KernelGroup*> allGroups() const;
+  // The constant data of this plan and of nested region plans, depth first.
+  std::vector<const Value*> allConstants() const;
 };
 
-// Plans a function: one kernel per fusion op and per remaining op that is neither a region op
-// nor a terminator. Kernel names are unique across the whole function (nested regions included).
+// Plans a function: one kernel per fusion op and per remaining op that is neither a region op,
+// a terminator nor constant data. Kernel names are unique across the whole function (nested regions included).
 std::unique_ptr<BlockPlan> planFunction(const Function& function);
 
 // The alignment in bytes (a power of two, at most 16) every address of `v`'s buffer has at run

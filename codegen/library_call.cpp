@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "codegen/epilogue_match.h"
+#include "ir/constant_data.h"
 
 namespace kiln::codegen {
 
@@ -50,12 +51,17 @@ std::string opNames(const std::vector<const Op*>& ops) {
   return text;
 }
 
-// Whether every operand of `ops` is `x`, a result of `ops` or a constant: a function of x alone.
+// A constant the kernel holds as an immediate; constant data (ir/constant_data.h) is a buffer.
+bool isImmediateConstant(const Value* v) {
+  return v->definingOp() && v->definingOp()->kind() == OpKind::Constant && !isConstantData(v);
+}
+
+// Whether every operand of `ops` is `x`, a result of `ops` or an immediate: a function of x alone.
 bool readsOnly(const std::vector<const Op*>& ops, const Value* x) {
   std::unordered_set<const Value*> known{x};
   for (const Op* op : ops) {
     for (const Value* v : op->operands())
-      if (!known.count(v) && !(v->definingOp() && v->definingOp()->kind() == OpKind::Constant)) return false;
+      if (!known.count(v) && !isImmediateConstant(v)) return false;
     known.insert(op->result());
   }
   return true;
@@ -89,8 +95,7 @@ Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const IsBias& i
   std::vector<const Op*> rest = ops;
   if (!ops.empty() && ops[0]->kind() == OpKind::Add && ops[0]->operand(0) != ops[0]->operand(1)) {
     const Value* other = ops[0]->operand(0) == x ? ops[0]->operand(1) : ops[0]->operand(0);
-    bool constant = other->definingOp() && other->definingOp()->kind() == OpKind::Constant;
-    if (!constant) {  // adding a constant is no bias buffer: judged below with the other ops
+    if (!isImmediateConstant(other)) {  // adding an immediate is no bias buffer: judged below with the other ops
       if (!isBias(*other))
         e.reason = "add of " + valueText(other) + " is not " + biasText + ", which is all " + library + " adds";
       else if ((e.biasBuffer = bufferOf(group, other)) < 0)

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ir/clone.h"
+#include "ir/compile_profile.h"
 #include "passes/pass_manager.h"
 
 namespace kiln::codegen {
@@ -49,11 +50,15 @@ Expected<OptimizedFunction> optimizeFunction(const Function& function, const Com
   auto names = enabledPasses(options.disabledPasses);
   if (!names) return names.error();
   OptimizedFunction result;
-  result.module = cloneFunction(function);
+  {
+    StageTimer timer(options.profile, "clone");
+    result.module = cloneFunction(function);
+  }
   result.function = result.module->entry();
   passes::PassRunOptions run;
   run.dumpDir = options.dumpDir;
   run.remarks = &result.remarks;
+  run.profile = options.profile;
   KILN_TRY(passes::runPasses(*result.module, *names, run));
   return result;
 }

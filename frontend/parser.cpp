@@ -184,6 +184,10 @@ class Parser {
 
   // 'constant' LITERAL ':' TYPE
   Expected<std::unique_ptr<Op>> parseConstant(ParsedOp& p) {
+    if (c_.peek().isWord("elided"))
+      return c_.error(c_.peek(),
+                      "constant: its value was elided when this text was printed (a summary of constant "
+                      "data, not its bytes); print it with `kiln print --full-constants` or import the model again");
     auto literal = parseLiteral(c_);
     if (!literal) return literal.error();
     if (!c_.at(Tok::Colon)) return c_.unexpected("':' and the constant's type after its literal");

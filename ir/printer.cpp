@@ -6,6 +6,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
+#include "ir/constant_data.h"
+
 namespace kiln {
 
 std::string printTypes(const std::vector<TensorType>& types) {
@@ -29,7 +33,7 @@ bool isValidName(const std::string& n) {
 
 class FunctionPrinter {
  public:
-  explicit FunctionPrinter(const Function& f) : f_(f) {
+  FunctionPrinter(const Function& f, const PrintOptions& options) : f_(f), options_(options) {
     // Names given by the user are reserved up front so numbering never collides with a later one.
     collectNames(f.body());
   }
@@ -124,7 +128,7 @@ class FunctionPrinter {
     for (Value* r : op.results()) resultNames.push_back(pickName(r));
     std::string text = std::string(op.name());
     if (op.kind() == OpKind::Constant) {
-      text += " " + formatDense(op.attr("value").getDense());
+      text += " " + literal(op);
     } else {
       for (size_t i = 0; i < op.numOperands(); ++i) text += (i ? ", " : " ") + use(op.operand(i));
       if (!op.attrs().empty()) {
@@ -154,7 +158,16 @@ class FunctionPrinter {
     out += indent + text + "\n";
   }
 
+  std::string literal(const Op& constant) const {
+    const Tensor& value = constant.attr("value").getDense();
+    if (options_.elideConstantsAbove < 0 || value.numElements() <= options_.elideConstantsAbove ||
+        !isConstantData(constant))
+      return formatDense(value);
+    return fmt::format("elided \"{} elements, hash {:016x}\"", value.numElements(), contentHash(value));
+  }
+
   const Function& f_;
+  const PrintOptions& options_;
   std::unordered_set<std::string> reserved_;
   std::unordered_set<std::string> visible_;
   std::vector<std::string> scope_;
@@ -164,13 +177,15 @@ class FunctionPrinter {
 
 }  // namespace
 
-std::string printFunction(const Function& function) { return FunctionPrinter(function).print(); }
+std::string printFunction(const Function& function, const PrintOptions& options) {
+  return FunctionPrinter(function, options).print();
+}
 
-std::string printModule(const Module& module) {
+std::string printModule(const Module& module, const PrintOptions& options) {
   std::string out;
   for (size_t i = 0; i < module.functions().size(); ++i) {
     if (i) out += "\n";
-    out += printFunction(*module.functions()[i]);
+    out += printFunction(*module.functions()[i], options);
   }
   return out;
 }

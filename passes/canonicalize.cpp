@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "ir/constant_data.h"
 #include "ir/interp/interpreter.h"
 #include "passes/rewrite.h"
 
@@ -51,14 +52,6 @@ bool isSubIdentity(const Tensor& t) {
   if (isInt(t.dtype())) return allElements(t, [](const Tensor& c, int64_t i) { return c.getInt(i) == 0; });
   if (!isFloat(t.dtype())) return false;
   return allElements(t, [](const Tensor& c, int64_t i) { return c.getDouble(i) == 0.0 && !std::signbit(c.getDouble(i)); });
-}
-
-bool isSplat(const Tensor& t) {
-  size_t size = dtypeSize(t.dtype());
-  const auto* bytes = static_cast<const uint8_t*>(t.data());
-  for (int64_t i = 1; i < t.numElements(); ++i)
-    if (std::memcmp(bytes, bytes + static_cast<size_t>(i) * size, size) != 0) return false;
-  return true;
 }
 
 // A constant of op's result type with every element equal to element 0 of `value`, or null when

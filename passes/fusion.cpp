@@ -10,18 +10,23 @@
 
 #include <fmt/format.h>
 
+#include "ir/constant_data.h"
 #include "passes/fusion_rules.h"
 
 namespace kiln::passes {
 
 namespace {
 
-bool isIndexSource(const Op& op) { return op.kind() == OpKind::Constant || op.kind() == OpKind::Iota; }
+bool isSource(const Op& op) { return op.kind() == OpKind::Constant || op.kind() == OpKind::Iota; }
 
-// Ops a group may hold: everything that computes, except constants and iota, which are copied in.
+// Iota and small constants are copied into every kernel that reads them (as immediates); constant
+// data (ir/constant_data.h) stays outside, a buffer the kernels read.
+bool isIndexSource(const Op& op) { return isSource(op) && !isConstantData(op); }
+
+// Ops a group may hold: everything that computes, except constants and iota.
 bool isFusible(const Op& op) {
   OpClass cls = op.info().cls;
-  return cls != OpClass::Region && cls != OpClass::Terminator && cls != OpClass::Collective && !isIndexSource(op);
+  return cls != OpClass::Region && cls != OpClass::Terminator && cls != OpClass::Collective && !isSource(op);
 }
 
 struct Group {
@@ -243,7 +248,7 @@ class BlockFuser {
       for (Op* op : groups_[g].ops)
         for (Value* v : op->operands()) {
           Op* p = v->definingOp();
-          if (p && !inGroup(p, g) && p->parentBlock() == &block_ && !isIndexSource(*p)) readsOnlyInputs = false;
+          if (p && !inGroup(p, g) && p->parentBlock() == &block_ && !isSource(*p)) readsOnlyInputs = false;
         }
       if (readsOnlyInputs) candidatesToMerge.push_back(g);
     }

@@ -91,18 +91,25 @@ Status runPipeline(Module& module, const std::vector<PassInfo>& pipeline, const 
   for (const PassInfo& pass : pipeline) {
     if (std::find(options.disabled.begin(), options.disabled.end(), pass.name) != options.disabled.end()) continue;
     PassContext context(pass.name);
-    PassResult changed = pass.run(module, context);
+    PassResult changed = [&] {
+      StageTimer timer(options.profile, "pass " + std::string(pass.name));
+      return pass.run(module, context);
+    }();
     if (options.remarks)
       for (Remark& r : context.takeRemarks()) options.remarks->push_back(std::move(r));
     if (!changed) return Error(fmt::format("pass {}: {}", pass.name, changed.error().message()), changed.error().loc());
     // A pass that leaves invalid IR is a kiln bug, whatever the input was; say which pass did it.
-    if (Status valid = verifyModule(module); !valid)
+    Status valid = [&] {
+      StageTimer timer(options.profile, "verify");
+      return verifyModule(module);
+    }();
+    if (!valid)
       return Error(fmt::format("internal error: IR after pass '{}' does not verify (a bug in kiln): {}", pass.name,
                                valid.error().message()),
                    valid.error().loc());
-    if (options.printAfterAll) *options.printAfterAll << "# IR after " << pass.name << "\n" << printModule(module);
+    if (options.printAfterAll) *options.printAfterAll << "# IR after " << pass.name << "\n" << printModule(module, kSummaryPrint);
     if (!options.dumpDir.empty())
-      KILN_TRY(writeDump(options.dumpDir, fmt::format("{:02}-{}.kiln", index++, pass.name), printModule(module)));
+      KILN_TRY(writeDump(options.dumpDir, fmt::format("{:02}-{}.kiln", index++, pass.name), printModule(module, kSummaryPrint)));
   }
   return {};
 }

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/compile_profile.h"
 #include "passes/pass.h"
 
 namespace kiln::passes {
@@ -21,6 +22,8 @@ struct PassRunOptions {
   std::vector<Remark>* remarks = nullptr;
   // Passes of the pipeline to skip, by name (for debugging: `--disable-passes=fusion`).
   std::vector<std::string> disabled;
+  // When set, each pass's wall time and peak memory land here as "pass <name>".
+  CompileProfile* profile = nullptr;
 };
 
 // Every registered pass, in the order `kiln opt --list-passes` shows them.

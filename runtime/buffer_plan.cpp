@@ -6,6 +6,8 @@
 #include <numeric>
 #include <unordered_set>
 
+#include "ir/constant_data.h"
+
 namespace kiln {
 
 namespace {
@@ -153,7 +155,7 @@ BufferPlan BufferPlan::build(const Function& function, const codegen::BlockPlan&
   out.alignment_ = alignment;
   if (const Op* ret = function.body().terminator())
     for (const Value* v : ret->operands())
-      if (!v->isBlockArgument() &&
+      if (!v->isBlockArgument() && !isConstantData(v) &&
           std::find(out.resultValues_.begin(), out.resultValues_.end(), v) == out.resultValues_.end())
         out.resultValues_.push_back(v);
   out.root_ = Planner(alignment, out.resultValues_).planBlock(plan, {});

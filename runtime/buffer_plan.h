@@ -6,7 +6,8 @@
 //  - every value a step writes: a kernel group's results, a region op's results;
 //  - a `while` body's arguments (the host copies the carried values into them every iteration);
 //  - each region of a region step, as one slot holding that region's own arena (below).
-// What does not: the function's parameters (the caller's memory), its results (their own
+// What does not: the function's parameters (the caller's memory), constant data (the
+// executable's own buffers, made once: codegen::BlockPlan::constants), its results (their own
 // buffers, handed to the caller: resultValues()), arguments of a `map` body and of a `while`
 // cond (the host points them at slices of the operands / at the carried values).
 //
@@ -86,7 +87,8 @@ class BufferPlan {
   const std::unordered_map<const Value*, size_t>& offsets() const { return offsets_; }
 
   // The values the function returns that a step writes (each once, in return order): the runtime
-  // gives each its own buffer, which becomes the caller's result. A returned parameter is not here.
+  // gives each its own buffer, which becomes the caller's result. A returned parameter or
+  // constant is not here (the runtime copies it).
   const std::vector<const Value*>& resultValues() const { return resultValues_; }
 
   // The function body's arena, with its slots and nested region arenas (for tests and reports).

@@ -4,6 +4,7 @@
 
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_jit.h"
+#include "ir/compile_profile.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
 #endif
@@ -70,6 +71,7 @@ using KernelTable = std::unordered_map<const codegen::KernelGroup*, codegen::Cpu
 // one that failed to link an object may hold its symbols in an error state.
 Status loadObject(const Function& function, const codegen::CompileOptions& options, const codegen::CpuObject& object,
                   std::unique_ptr<codegen::CpuJit>& jit, KernelTable& kernels) {
+  StageTimer timer(options.profile, "jit link");
   auto created = codegen::CpuJit::create(options);
   if (!created) return created.error();
   jit = std::move(*created);
@@ -112,6 +114,7 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Function& functi
   }
   if (!loaded) return loaded.error();
   // The plan points into the optimised copy: the Executable keeps both.
+  StageTimer timer(options.profile, "buffer plan");
   std::unique_ptr<Executable> exe(
       new Executable(std::move(object->optimized.module), object->optimized.function, std::move(object->plan)));
   exe->errors_ = std::move(object->errors);

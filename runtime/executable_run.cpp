@@ -106,6 +106,10 @@ class ExecutionContext {
     arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(plan.alignment(), bytes)));
     KILN_INTERNAL_CHECK(arena_, "cpu backend: out of memory for a " + std::to_string(bytes) + "-byte arena");
     for (const Value* v : plan.resultValues()) results_.emplace(v, Tensor(v->type()));
+    // Constant data is read where the executable's IR holds it (16-byte aligned, as Tensor bytes
+    // come from operator new): no copy per run.
+    for (const Value* v : exe.plan_->allConstants())
+      borrow(v, static_cast<const uint8_t*>(v->definingOp()->attr("value").getDense().data()));
   }
   // A run that failed part way still waits for the reductions it started: they write its arena.
   ~ExecutionContext() { (void)await(inFlight_.takeAll()); }
@@ -127,7 +131,7 @@ class ExecutionContext {
     std::unordered_set<const Value*> handedOver;
     for (const Value* v : f.body().terminator()->operands()) {
       // A result's first occurrence hands over the tensor the kernels wrote; a returned
-      // parameter, or a value returned twice, is copied.
+      // parameter or constant, or a value returned twice, is copied.
       if (auto it = results_.find(v); it != results_.end() && !handedOver.count(v)) {
         handedOver.insert(v);
         results.push_back(std::move(it->second));

@@ -34,13 +34,16 @@ Command checkCommand() {
 }
 
 Command printCommand() {
-  Command c{"print", "print a .kiln file in canonical form", "kiln print FILE",
+  Command c{"print", "print a .kiln file in canonical form", "kiln print FILE [--full-constants]",
             "Parses and verifies FILE (- for standard input) and prints it in canonical form on stdout:\n"
-            "every result type written out, attributes in table order, comments dropped. Printing is\n"
-            "idempotent: `kiln print` of the output gives the same bytes.",
-            {}, nullptr};
+            "every result type written out, attributes in table order, comments dropped. Constant data\n"
+            "of more than 256 elements (a model's weights) prints as a summary with its content hash,\n"
+            "which does not parse back; with --full-constants every constant is printed in full, and\n"
+            "printing is idempotent: `kiln print --full-constants` of the output gives the same bytes.",
+            {{"--full-constants", "", "print every constant's elements (text that parses back)"}}, nullptr};
   c.run = [c](const Args& args) {
-    return withSingleModule(c, args, [](const Module& m) { fmt::print("{}", printModule(m)); });
+    PrintOptions options = args.has("--full-constants") ? PrintOptions{} : kSummaryPrint;
+    return withSingleModule(c, args, [&](const Module& m) { fmt::print("{}", printModule(m, options)); });
   };
   return c;
 }

@@ -7,6 +7,7 @@
 #include "codegen/dump.h"
 #include "codegen/gpu_arch.h"
 #include "codegen/optimize.h"
+#include "ir/compile_profile.h"
 #include "ir/printer.h"
 #include "tools/cli.h"
 
@@ -15,6 +16,18 @@ namespace kiln::cli {
 namespace {
 
 using codegen::CompileOptions;
+
+// {"stages": [{"name": ..., "ms": ..., "peak_mb": ...}, ...], "total_ms": ...}
+std::string profileJson(const CompileProfile& profile) {
+  std::string out = "{\"stages\": [";
+  bool first = true;
+  for (const StageRecord& s : profile.stages()) {
+    out += fmt::format("{}{{\"name\": \"{}\", \"ms\": {:.3f}, \"peak_mb\": {:.1f}}}", first ? "" : ", ", s.name,
+                       s.milliseconds, static_cast<double>(s.peakRssBytes) / (1 << 20));
+    first = false;
+  }
+  return out + fmt::format("], \"total_ms\": {:.3f}}}\n", profile.totalMilliseconds());
+}
 using codegen::Target;
 
 int run(const Command& c, const Args& args) {
@@ -38,8 +51,25 @@ int run(const Command& c, const Args& args) {
   options.fastMath = args.has("--fast-math");
   options.dumpDir = args.get("--dump-dir").value_or("");
   if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
+  bool json = args.has("--json");
+  if (json && !args.has("--time-passes")) return usageError(c, "--json applies to --time-passes (the report)");
+  CompileProfile profile;
+  if (args.has("--time-passes")) options.profile = &profile;
+  // The report goes out however the compile ends, after the stage it times.
+  struct Report {
+    const CompileProfile* profile;
+    bool json;
+    ~Report() {
+      if (!profile) return;
+      if (json) fmt::print("{}", profileJson(*profile));
+      else fmt::print(stderr, "{}", profile->table());
+    }
+  } report{options.profile, json};
 
-  auto loaded = loadEntry(args);
+  auto loaded = [&] {
+    StageTimer timer(options.profile, "import");
+    return loadEntry(args);
+  }();
   if (!loaded) {
     reportError(loaded.error());
     return kExitError;
@@ -58,7 +88,7 @@ int run(const Command& c, const Args& args) {
       reportError(optimized.error());
       return kExitError;
     }
-    return writeOutput(args, printFunction(*optimized->function));
+    return json ? kExitOk : writeOutput(args, printFunction(*optimized->function, kSummaryPrint));
   }
 
   // A cached PTX skips O3, so there is no optimised IR to print then: --emit llvm bypasses the cache.
@@ -67,6 +97,8 @@ int run(const Command& c, const Args& args) {
     reportError(stages.error());
     return kExitError;
   }
+  // With --json the report owns stdout: the stage goes to -o OUT only.
+  if (json && !args.has("-o")) return kExitOk;
   if (stage == "kiln") return writeOutput(args, stages->kiln);
   if (stage == "llvm") return writeOutput(args, stages->optimizedIR);
   if (stage == "llvm-unopt") return writeOutput(args, stages->unoptimizedIR);
@@ -78,7 +110,8 @@ int run(const Command& c, const Args& args) {
 Command compileCommand() {
   Command c{"compile", "compile a function to PTX or host code and print a stage",
             "kiln compile FILE [--entry NAME] [--target cuda|cpu] [--gpu-arch sm_XX] [--fast-math]\n"
-            "                  [--emit kiln|llvm|llvm-unopt|ptx|asm] [-o OUT] [--dump-dir DIR] [--disable-passes LIST]",
+            "                  [--emit kiln|llvm|llvm-unopt|ptx|asm] [-o OUT] [--dump-dir DIR] [--disable-passes LIST]\n"
+            "                  [--time-passes [--json]]",
             "Compiles the entry function of FILE (@main, else the first; - reads standard input): the pass\n"
             "pipeline runs first (--disable-passes LIST skips some of it, all skips every pass), then each\n"
             "kernel, named k<N>_<what> (k0_matmul, k1_add, ...), is lowered to LLVM IR, optimised at O3\n"
@@ -90,7 +123,7 @@ Command compileCommand() {
             "later one. Numerics are IEEE unless --fast-math. --dump-dir DIR writes every stage to DIR:\n"
             "00-input.kiln, NN-<pass>.kiln after each pass, <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or\n"
             "<fn>.s, and kernels.txt, which maps each kernel to its ops and their source locations.\n"
-            "Needs no GPU.",
+            "--time-passes reports where the time and memory went, stage by stage. Needs no GPU.",
             {{"--entry", "NAME", "function to compile (default @main, else the first)"},
              {"--target", "NAME", "cuda (PTX, the default) or cpu (this machine)"},
              {"--gpu-arch", "sm_XX", "GPU architecture for cuda (default sm_80; " + codegen::supportedGpuArchs() + ")"},
@@ -98,6 +131,8 @@ Command compileCommand() {
              {"--emit", "STAGE", "kiln, llvm, llvm-unopt, ptx or asm (default: ptx for cuda, asm for cpu)"},
              {"-o", "OUT", "write the stage to OUT instead of stdout"},
              {"--dump-dir", "DIR", "write every stage and a kernel-to-ops map to DIR"},
+             {"--time-passes", "", "report wall time and peak memory per stage (import, each pass, plan, LLVM ...) on stderr"},
+             {"--json", "", "with --time-passes: the report as JSON on stdout (the stage only to -o OUT)"},
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

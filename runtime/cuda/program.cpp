@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "codegen/nvptx_target.h"
+#include "ir/compile_profile.h"
 #include "runtime/collectives/all_reduce_step.h"
 #include "runtime/collectives/in_flight.h"
 #include "runtime/donation.h"
@@ -67,6 +68,7 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
   if (!compiled) return compiled.error();
   auto stream = Stream::create();
   if (!stream) return stream.error();
+  std::optional<StageTimer> loading(std::in_place, options.profile, "ptx load");
   auto module = LoadedModule::load(compiled->ptx, "@" + function.name());
   if (!module) return module.error();
   std::unique_ptr<Program> program(
@@ -91,7 +93,13 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
     k.library = codegen::selectLibraryCall(*group);
     program->kernels_.push_back(k);
   }
+  loading.reset();
   program->prepareLibraries();
+  {
+    StageTimer timer(options.profile, "constants upload");
+    KILN_TRY(program->uploadConstants(program->stream_.get()));
+  }
+  StageTimer timer(options.profile, "buffer plan");
   program->bufferPlan_ = BufferPlan::build(program->function(), program->plan());
   auto arena = allocateDevice(program->bufferPlan_.arenaBytes(), "the intermediate values of @" + function.name());
   if (!arena) return arena.error();
@@ -420,6 +428,28 @@ void Program::prepareLibraries() {
   }
 }
 
+Status Program::uploadConstants(CUstream stream) {
+  std::vector<const Value*> constants = plan().allConstants();
+  size_t total = 0;
+  std::vector<size_t> offsets;
+  for (const Value* v : constants) {
+    offsets.push_back(total);
+    total += (v->type().byteSize() + BufferPlan::kDefaultAlignment - 1) / BufferPlan::kDefaultAlignment *
+             BufferPlan::kDefaultAlignment;
+  }
+  if (constants.empty()) return {};
+  auto buffer = allocateDevice(total, "the constant data (weights) of @" + function().name());
+  if (!buffer) return buffer.error();
+  constants_ = std::move(*buffer);
+  for (size_t i = 0; i < constants.size(); ++i) {
+    const Tensor& value = constants[i]->definingOp()->attr("value").getDense();
+    CUdeviceptr address = constants_.address() + offsets[i];
+    KILN_TRY(copyToDevice(address, value.data(), value.byteSize(), stream));
+    constantAddress_[constants[i]] = address;
+  }
+  return {};
+}
+
 Expected<CUdeviceptr> Program::ownBuffer(const Value* v, std::string_view role) {
   if (auto it = own_.find(v); it != own_.end()) return it->second.address();
   // Never 0 bytes: a kernel argument must be a real address even for an empty tensor.
@@ -437,23 +467,24 @@ Status Program::execute(const std::vector<CUdeviceptr>& params, const std::vecto
   Run run(*this, options);
   std::vector<Value*> ps = f.params();
   for (size_t i = 0; i < ps.size(); ++i) run.bind(ps[i], params[i]);
-  // Results are computed straight into the caller's buffers; a parameter returned as it is is
-  // copied there at the end.
+  for (const auto& [v, address] : constantAddress_) run.bind(v, address);
+  // Results are computed straight into the caller's buffers; a parameter or a constant returned
+  // as it is is copied there at the end.
   const Op& ret = *f.body().terminator();
-  std::vector<std::pair<size_t, const Value*>> passedThrough;
+  std::vector<std::pair<size_t, CUdeviceptr>> passedThrough;  // result index, address to copy
   for (size_t k = 0; k < ret.numOperands(); ++k) {
     const Value* v = ret.operand(k);
-    if (v->isBlockArgument()) passedThrough.push_back({k, v});
+    if (v->isBlockArgument()) passedThrough.push_back({k, params[v->index()]});
+    else if (auto c = constantAddress_.find(v); c != constantAddress_.end()) passedThrough.push_back({k, c->second});
     else run.bind(v, results[k]);
   }
   auto enqueue = [&]() -> Status {
     KILN_CU(cuMemsetD8Async, "the kernels' error word", statusWord_.address(), 0, sizeof(int32_t), stream);
     KILN_TRY(run.runPlan(plan()));
-    for (auto [k, v] : passedThrough) {
-      size_t bytes = v->type().byteSize();
-      size_t index = v->index();
-      if (bytes && results[k] != params[index])
-        KILN_CU(cuMemcpyDtoDAsync, "result " + std::to_string(k), results[k], params[index], bytes, stream);
+    for (auto [k, from] : passedThrough) {
+      size_t bytes = ret.operand(k)->type().byteSize();
+      if (bytes && results[k] != from)
+        KILN_CU(cuMemcpyDtoDAsync, "result " + std::to_string(k), results[k], from, bytes, stream);
     }
     return {};
   };

@@ -79,6 +79,9 @@ class Program {
   // the function's. Replays (or captures) a graph when allowed.
   Status execute(const std::vector<CUdeviceptr>& params, const std::vector<CUdeviceptr>& results,
                  const ExecuteOptions& options);
+  // Copies the plan's constant data into one device buffer that lives as long as the program
+  // (made once: runs only bind the addresses).
+  Status uploadConstants(CUstream stream);
   // A device buffer that stays with the program (inputs and results of host runs).
   Expected<CUdeviceptr> ownBuffer(const Value* v, std::string_view role);
   // Loads cuBLASLt / cuDNN where a thunk calls them; where one cannot be loaded its thunks fall
@@ -106,6 +109,8 @@ class Program {
   // stay fixed across runs, as a replayed graph needs.
   BufferPlan bufferPlan_;
   DeviceBuffer arena_;
+  DeviceBuffer constants_;  // constant data (weights), each at a 256-byte aligned offset
+  std::unordered_map<const Value*, CUdeviceptr> constantAddress_;
   DeviceBuffer statusWord_;
   std::mutex mutex_;
   std::unordered_map<const Value*, DeviceBuffer> own_;

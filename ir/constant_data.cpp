@@ -1,0 +1,58 @@
+#include "ir/constant_data.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+namespace kiln {
+
+bool isSplat(const Tensor& t) {
+  size_t size = dtypeSize(t.dtype());
+  const auto* bytes = static_cast<const uint8_t*>(t.data());
+  for (int64_t i = 1; i < t.numElements(); ++i)
+    if (std::memcmp(bytes, bytes + static_cast<size_t>(i) * size, size) != 0) return false;
+  return true;
+}
+
+bool isConstantData(const Op& op) {
+  if (op.kind() != OpKind::Constant) return false;
+  const Tensor& t = op.attr("value").getDense();
+  return t.numElements() > kMaxImmediateElements && !isSplat(t);
+}
+
+bool isConstantData(const Value* v) { return v->definingOp() && isConstantData(*v->definingOp()); }
+
+namespace {
+// One 64-bit lane of mixing (the finaliser of SplitMix64): every input bit affects every output bit.
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+uint64_t contentHash(const Tensor& t) {
+  // Four independent lanes over 32-byte blocks keep the multipliers busy; the type and length go
+  // in first, so equal bytes of different shapes hash apart. The last block is zero-padded.
+  uint64_t lanes[4] = {mix(std::hash<std::string>()(t.type().str())), mix(t.byteSize()), 0x9e3779b97f4a7c15ULL, 1};
+  const auto* p = static_cast<const uint8_t*>(t.data());
+  size_t n = t.byteSize();
+  for (size_t i = 0; i < n; i += 32) {
+    uint64_t block[4] = {0, 0, 0, 0};
+    if (n - i >= 32)
+      std::memcpy(block, p + i, 32);  // a constant size: one load per word
+    else
+      std::memcpy(block, p + i, n - i);
+    for (int k = 0; k < 4; ++k) {
+      lanes[k] = (lanes[k] ^ block[k]) * 0x9fb21c651e98df25ULL;
+      lanes[k] ^= lanes[k] >> 29;
+    }
+  }
+  uint64_t h = 0;
+  for (uint64_t lane : lanes) h = mix(h ^ lane);
+  return h;
+}
+
+}  // namespace kiln

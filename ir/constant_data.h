@@ -1,0 +1,33 @@
+// Constant data: which constants are weights (data the runtime keeps in a buffer made once per
+// executable and passes to kernels) and which stay immediates inside the kernels that read them.
+// The fusion pass, the kernel planner, the buffer plan, the runtimes and the printer all ask here,
+// so they agree on every constant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/ir.h"
+#include "ir/tensor.h"
+
+namespace kiln {
+
+// A constant of at most this many elements may stay a table inside the kernels that read it.
+inline constexpr int64_t kMaxImmediateElements = 16;
+
+// Whether every element of `t` has the same bytes (true for an empty or one-element tensor).
+bool isSplat(const Tensor& t);
+
+// Whether `op` is a constant held as data: not a splat and larger than kMaxImmediateElements. As
+// XLA does with its constant literals, such a constant is never copied into a kernel: it becomes
+// a buffer (host memory on the CPU, device memory uploaded once on CUDA) that kernels read as an
+// argument, so a model's weights never pass through LLVM.
+bool isConstantData(const Op& op);
+// Whether `v` is the result of such a constant.
+bool isConstantData(const Value* v);
+
+// A 64-bit hash of a tensor's type and bytes (fast: ~1 byte per cycle or better), for the compile
+// cache's keys and the printer's summaries of large constants. Not cryptographic.
+uint64_t contentHash(const Tensor& t);
+
+}  // namespace kiln
