@@ -88,16 +88,17 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
   const Shape& xs = op.result()->type().shape;
   const Shape& dys = dy->type().shape;
   std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
+  std::vector<int64_t> dil = op.intsAttr("dilations");
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
   llvm::Value* acc = e.loopNest({kernel[0], kernel[1]}, {e.f64(0.0)}, [&](const Index& k, const Values& sum) {
-    auto [oy, yValid] = windowOf(e, index[2], k[0], strides[0], pads[0], 1, dys[2]);
-    auto [ox, xValid] = windowOf(e, index[3], k[1], strides[1], pads[1], 1, dys[3]);
+    auto [oy, yValid] = windowOf(e, index[2], k[0], strides[0], pads[0], dil[0], dys[2]);
+    auto [ox, xValid] = windowOf(e, index[3], k[1], strides[1], pads[1], dil[1], dys[3]);
     return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
       // Scan the window (oy,ox): its real elements' count, and for max its first maximal one.
       Values init{e.f64(-INFINITY), e.i64(-1), e.i64(0)};
       Values scan = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
-        llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], 1);
-        llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], 1);
+        llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]);
+        llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], dil[1]);
         return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
           llvm::Value* count = b.CreateAdd(c[2], e.i64(1));
           if (!isMax) return Values{c[0], c[1], count};

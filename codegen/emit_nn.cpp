@@ -81,11 +81,12 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
   std::vector<int64_t> strides = kernel;
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
   std::vector<int64_t> pads = op.intsAttr("pads");
+  std::vector<int64_t> dil = op.intsAttr("dilations");
   bool isMax = op.kind() == OpKind::MaxPool2d;
   Values init{e.f64(isMax ? -INFINITY : 0.0), e.i64(0)};
   Values acc = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& ivs, const Values& c) {
-    llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], 1);
-    llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], 1);
+    llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], dil[0]);
+    llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], dil[1]);
     llvm::Value* inside = b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3]));
     return e.ifThen(inside, [&] {
       llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));

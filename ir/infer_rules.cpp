@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "ir/infer_rules.h"
 #include "ir/ir.h"
 #include "ir/shape_rules.h"
@@ -340,11 +342,29 @@ Expected<TensorType> pool2dType(const Op& op, const TensorType& x) {
   KILN_TRY(checkPositive(strides, "strides"));
   KILN_TRY(checkLength(pads, 4, "pads"));
   KILN_TRY(checkNonNegative(pads, "pads"));
-  if (pads[0] >= kernel[0] || pads[2] >= kernel[0] || pads[1] >= kernel[1] || pads[3] >= kernel[1])
+  auto dil = optionalInts(op, "dilations").value_or(std::vector<int64_t>{1, 1});
+  KILN_TRY(checkLength(dil, 2, "dilations"));
+  KILN_TRY(checkPositive(dil, "dilations"));
+  if (dil == std::vector<int64_t>{1, 1} &&
+      (pads[0] >= kernel[0] || pads[2] >= kernel[0] || pads[1] >= kernel[1] || pads[3] >= kernel[1]))
     return Error("pads " + Attr::ints(pads).str() + " must be smaller than the kernel " + Attr::ints(kernel).str());
-  int64_t h = windowOutputSize(x.shape[2], kernel[0], strides[0], pads[0], pads[2]);
-  int64_t w = windowOutputSize(x.shape[3], kernel[1], strides[1], pads[1], pads[3]);
+  int64_t h = windowOutputSize(x.shape[2], kernel[0], strides[0], pads[0], pads[2], dil[0]);
+  int64_t w = windowOutputSize(x.shape[3], kernel[1], strides[1], pads[1], pads[3], dil[1]);
   if (h <= 0 || w <= 0) return Error("kernel " + Attr::ints(kernel).str() + " is larger than the padded input " + x.str());
+  // Padding never takes part in a pool, so every window must hold a real element.
+  for (int axis = 0; axis < 2; ++axis) {
+    int64_t outputs = axis == 0 ? h : w, size = x.shape[2 + static_cast<size_t>(axis)];
+    for (int64_t o = 0; o < outputs; ++o) {
+      bool real = false;
+      for (int64_t k = 0; k < kernel[static_cast<size_t>(axis)] && !real; ++k) {
+        int64_t at = o * strides[static_cast<size_t>(axis)] - pads[static_cast<size_t>(axis)] + k * dil[static_cast<size_t>(axis)];
+        real = at >= 0 && at < size;
+      }
+      if (!real)
+        return Error(fmt::format("window {} along axis {} lies entirely in the padding (pads {}, dilations {})", o,
+                                 2 + axis, Attr::ints(pads).str(), Attr::ints(dil).str()));
+    }
+  }
   return TensorType{x.dtype, {x.shape[0], x.shape[1], h, w}};
 }
 

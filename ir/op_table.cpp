@@ -86,7 +86,8 @@ std::vector<OpInfo> buildTable() {
   };
   auto windowAttrs = [](std::vector<AttrSpec> extra) {
     std::vector<AttrSpec> attrs = {required("kernel", A::List), computed("strides", A::List, "kernel"),
-                                   optional("pads", A::List, Attr::ints({0, 0, 0, 0}))};
+                                   optional("pads", A::List, Attr::ints({0, 0, 0, 0})),
+                                   optional("dilations", A::List, Attr::ints({1, 1}))};
     attrs.insert(attrs.end(), extra.begin(), extra.end());
     return attrs;
   };

@@ -1,12 +1,13 @@
 // Pooling: MaxPool and AveragePool over any number of spatial dims, GlobalMaxPool and
 // GlobalAveragePool, and MaxUnpool.
 //
-// kiln's max_pool2d and avg_pool2d leave padding out of the max and the count. Other ranks pool
-// separably, the last two spatial axes first and then each earlier axis alone (as [.., 1, D, rest]
-// with a [k, 1] window): exact, since a window is a box, the max of maxes is the max, and the
-// count of real elements in a box is the product of the counts along its axes. MaxPool with
-// dilations or with its Indices output reduces over the window's taps (strided slices of the
-// input) instead.
+// kiln's max_pool2d and avg_pool2d (strides, pads, dilations) leave padding out of the max and
+// the count. Other ranks pool separably, the last two spatial axes first and then each earlier
+// axis alone (as [.., 1, D, rest] with a [k, 1] window): exact, since a window's taps are a box
+// (dilated or not), the max of maxes is the max, and the count of real elements in a box is the
+// product of the counts along its axes. LpPool is an average pool of |x|^p over zero padding,
+// times the window's size, to the power 1/p. Only MaxPool over ints or with its Indices output
+// reduces over the window's taps (strided slices of the input): one op per tap.
 #include <algorithm>
 
 #include "frontend/onnx/onnx_converters.h"
@@ -17,16 +18,18 @@ namespace kiln::onnx_import {
 namespace {
 
 Value* pool2d(NodeContext& c, OpKind kind, Value* x, const Window& w) {
-  return c.op(kind, {x}, {{"kernel", Attr::ints(w.kernel)}, {"strides", Attr::ints(w.strides)}, {"pads", Attr::ints(w.pads)}});
+  AttrList attrs = {{"kernel", Attr::ints(w.kernel)}, {"strides", Attr::ints(w.strides)}, {"pads", Attr::ints(w.pads)}};
+  if (w.dilations != std::vector<int64_t>{1, 1}) attrs.push_back({"dilations", Attr::ints(w.dilations)});
+  return c.op(kind, {x}, std::move(attrs));
 }
 
 // The window along spatial axis i alone, as the first axis of a 2-D window whose second axis is 1.
 Window axisWindow(const Window& w, size_t i) {
   size_t n = w.rank();
-  return {{w.kernel[i], 1}, {w.strides[i], 1}, {w.pads[i], 0, w.pads[i + n], 0}, {1, 1}};
+  return {{w.kernel[i], 1}, {w.strides[i], 1}, {w.pads[i], 0, w.pads[i + n], 0}, {w.dilations[i], 1}};
 }
 
-// Pools x [N,C,S1..Sn] (no dilations) with kiln's 2-D pools, separably for n > 2.
+// Pools x [N,C,S1..Sn] with kiln's 2-D pools, separably for n > 2.
 Value* poolSeparable(NodeContext& c, OpKind kind, Value* x, const Window& w) {
   size_t n = w.rank();
   if (n == 2) return pool2d(c, kind, x, w);
@@ -38,7 +41,8 @@ Value* poolSeparable(NodeContext& c, OpKind kind, Value* x, const Window& w) {
   Shape s = x->type().shape;
   int64_t outer = numElements(Shape(s.begin(), s.end() - 2));
   Window last = {{w.kernel[n - 2], w.kernel[n - 1]}, {w.strides[n - 2], w.strides[n - 1]},
-                 {w.pads[n - 2], w.pads[n - 1], w.pads[2 * n - 2], w.pads[2 * n - 1]}, {1, 1}};
+                 {w.pads[n - 2], w.pads[n - 1], w.pads[2 * n - 2], w.pads[2 * n - 1]},
+                 {w.dilations[n - 2], w.dilations[n - 1]}};
   Value* y = pool2d(c, kind, c.reshape(x, {outer, 1, s[s.size() - 2], s.back()}), last);
   if (!y) return nullptr;
   Shape out = s;  // the output shape so far: pooled axes at the end
@@ -64,7 +68,7 @@ bool nextTap(std::vector<int64_t>& t, const std::vector<int64_t>& kernel) {
   return false;
 }
 
-// MaxPool with dilations or the Indices output, as ONNX's reference defines it: each window's
+// MaxPool over ints or with the Indices output, as ONNX's reference defines it: each window's
 // real elements (padding never takes part), the max over them (a NaN wins, as in kiln's max), and
 // the index of the first tap in row-major window order that holds it. Each tap is a strided slice
 // of the input; the slices are stacked on a new last axis and reduced, and which output positions
@@ -174,9 +178,22 @@ Status maxPoolTaps(NodeContext& c, Value* x, const Window& w, const Shape& out) 
   return c.result(c.reshape(best, yShape));
 }
 
-// MaxPool and AveragePool. ceil_mode adds end padding so the last partial window counts (kiln's
-// pooling leaves padding out of max and average alike); count_include_pad pads with zeros first.
-template <OpKind K>
+// Pads x's spatial axes with zeros as the window says and leaves the window unpadded.
+Value* padWithZeros(NodeContext& c, Value* x, Window& w) {
+  size_t rank = static_cast<size_t>(x->type().rank()), n = w.rank();
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (size_t i = 0; i < n; ++i) {
+    pads[2 + i] = w.pads[i];
+    pads[rank + 2 + i] = w.pads[i + n];
+  }
+  std::fill(w.pads.begin(), w.pads.end(), 0);
+  return c.op(OpKind::Pad, {x}, {{"pads", Attr::ints(pads)}});
+}
+
+// MaxPool, AveragePool and LpPool. ceil_mode adds end padding so the last partial window counts
+// (kiln's pooling leaves padding out of max and average alike); count_include_pad, and LpPool
+// always, pad with zeros first.
+template <OpKind K, bool Lp = false>
 Status pool(NodeContext& c) {
   auto x = c.input(0);
   if (!x) return x.error();
@@ -194,22 +211,22 @@ Status pool(NodeContext& c) {
   bool dilated = std::any_of(w->dilations.begin(), w->dilations.end(), [](int64_t d) { return d != 1; });
   // kiln's pools take floats; the taps' max serves every dtype (ONNX MaxPool takes ints since opset 12).
   bool intMax = K == OpKind::MaxPool2d && !isFloat((*x)->type().dtype);
-  if (K == OpKind::MaxPool2d && (dilated || intMax || c.wantsOutput(1))) return maxPoolTaps(c, *x, *w, out);
-  if (dilated) return c.unsupported("dilated average pooling");
+  if (K == OpKind::MaxPool2d && (intMax || c.wantsOutput(1))) return maxPoolTaps(c, *x, *w, out);
   for (size_t i = 0; i < n; ++i)  // the ceil_mode window past the end reads padding
-    w->pads[i + n] += std::max<int64_t>(0, (out[i] - 1) * w->strides[i] + w->kernel[i] - (spatial[i] + w->pads[i] + w->pads[i + n]));
+    w->pads[i + n] += std::max<int64_t>(0, (out[i] - 1) * w->strides[i] + w->extent(i) - (spatial[i] + w->pads[i] + w->pads[i + n]));
   Value* in = *x;
-  if (K == OpKind::AvgPool2d && c.intAttr("count_include_pad", 0)) {
-    std::vector<int64_t> pads(2 * static_cast<size_t>(rank), 0);
-    for (size_t i = 0; i < n; ++i) {
-      pads[2 + i] = w->pads[i];
-      pads[static_cast<size_t>(rank) + 2 + i] = w->pads[i + n];
-    }
-    in = c.op(OpKind::Pad, {in}, {{"pads", Attr::ints(pads)}});
-    std::fill(w->pads.begin(), w->pads.end(), 0);
+  if (Lp) {
+    // sum |x|^p over the window = mean over the zero-padded window x its size.
+    Value* p = c.scalarLike(in, static_cast<double>(c.intAttr("p", 2)));
+    in = padWithZeros(c, c.op(OpKind::Pow, {c.op(OpKind::Abs, {in}), p}), *w);
+    Value* sum = c.op(OpKind::Mul, {poolSeparable(c, OpKind::AvgPool2d, in, *w),
+                                    c.scalarLike(in, static_cast<double>(numElements(w->kernel)))});
+    return c.result(c.op(OpKind::Pow, {sum, c.op(OpKind::Div, {c.scalarLike(in, 1), p})}));
   }
-  for (size_t i = 0; i < n; ++i)
-    if (w->pads[i] >= w->kernel[i] || w->pads[i + n] >= w->kernel[i]) return c.unsupported("padding as large as the window");
+  if (K == OpKind::AvgPool2d && c.intAttr("count_include_pad", 0)) in = padWithZeros(c, in, *w);
+  if (!dilated)
+    for (size_t i = 0; i < n; ++i)
+      if (w->pads[i] >= w->kernel[i] || w->pads[i + n] >= w->kernel[i]) return c.unsupported("padding as large as the window");
   return c.result(poolSeparable(c, K, in, *w));
 }
 
@@ -274,6 +291,7 @@ Status maxUnpool(NodeContext& c) {
 void addPoolConverters(ConverterTable& t) {
   t["MaxPool"] = pool<OpKind::MaxPool2d>;
   t["AveragePool"] = pool<OpKind::AvgPool2d>;
+  t["LpPool"] = pool<OpKind::AvgPool2d, /*Lp=*/true>;
   t["GlobalAveragePool"] = globalPool<OpKind::ReduceMean>;
   t["GlobalMaxPool"] = globalPool<OpKind::ReduceMax>;
   t["MaxUnpool"] = maxUnpool;

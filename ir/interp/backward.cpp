@@ -19,10 +19,10 @@ Tensor fromDoubles(const TensorType& type, const std::vector<double>& values) {
 }
 
 struct Window {
-  std::vector<int64_t> kernel, strides, pads;
+  std::vector<int64_t> kernel, strides, pads, dilations;
 };
 Window windowOf(const Op& op) {
-  Window w{op.intsAttr("kernel"), {}, op.intsAttr("pads")};
+  Window w{op.intsAttr("kernel"), {}, op.intsAttr("pads"), op.intsAttr("dilations")};
   w.strides = w.kernel;
   if (const Attr* s = op.findAttr("strides")) w.strides = *s->getIntList();
   return w;
@@ -86,10 +86,10 @@ Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in) {
         int64_t best = -1;
         double bestValue = 0;
         for (int64_t ky = 0; ky < w.kernel[0]; ++ky) {
-          int64_t iy = oy * w.strides[0] - w.pads[0] + ky;
+          int64_t iy = oy * w.strides[0] - w.pads[0] + ky * w.dilations[0];
           if (iy < 0 || iy >= height) continue;
           for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
-            int64_t ix = ox * w.strides[1] - w.pads[1] + kx;
+            int64_t ix = ox * w.strides[1] - w.pads[1] + kx * w.dilations[1];
             if (ix < 0 || ix >= width) continue;
             int64_t at = (p * height + iy) * width + ix;
             members.push_back(at);

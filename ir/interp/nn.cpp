@@ -110,6 +110,7 @@ Tensor pool2d(const Op& op, const Tensor& x) {
   std::vector<int64_t> strides = kernel;
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
   std::vector<int64_t> pads = op.intsAttr("pads");
+  std::vector<int64_t> dil = op.intsAttr("dilations");
   bool isMax = op.kind() == OpKind::MaxPool2d;
   const Shape& xs = x.shape();
   int64_t planes = xs[0] * xs[1], height = xs[2], width = xs[3];
@@ -121,10 +122,10 @@ Tensor pool2d(const Op& op, const Tensor& x) {
         double acc = isMax ? -INFINITY : 0.0;
         int64_t count = 0;
         for (int64_t ky = 0; ky < kernel[0]; ++ky) {
-          int64_t iy = oy * strides[0] - pads[0] + ky;
+          int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
           if (iy < 0 || iy >= height) continue;
           for (int64_t kx = 0; kx < kernel[1]; ++kx) {
-            int64_t ix = ox * strides[1] - pads[1] + kx;
+            int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
             if (ix < 0 || ix >= width) continue;
             double v = x.getDouble((p * height + iy) * width + ix);
             if (!isMax) acc += v;

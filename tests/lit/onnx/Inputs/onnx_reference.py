@@ -109,22 +109,41 @@ def max_pool(x, kernel, strides, pads, dilations=None, ceil=0, storage_order=0):
     return y, idx
 
 
-def avg_pool(x, kernel, strides, pads, ceil=0, count_include_pad=0):
+def avg_pool(x, kernel, strides, pads, ceil=0, count_include_pad=0, dilations=None):
     n = len(kernel)
+    dilations = dilations or [1] * n
     sp = x.shape[2:]
-    out = [out_size(sp[i], kernel[i], strides[i], pads[i], pads[i + n], 1, ceil) for i in range(n)]
+    out = [out_size(sp[i], kernel[i], strides[i], pads[i], pads[i + n], dilations[i], ceil) for i in range(n)]
     y = np.zeros(x.shape[:2] + tuple(out))
     for b, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
         for o in itertools.product(*map(range, out)):
             total, count = 0.0, 0
             for t in itertools.product(*map(range, kernel)):
-                at = [o[i] * strides[i] - pads[i] + t[i] for i in range(n)]
+                at = [o[i] * strides[i] - pads[i] + t[i] * dilations[i] for i in range(n)]
                 inside_pads = all(-pads[i] <= a < sp[i] + pads[i + n] for i, a in enumerate(at))
                 real = all(0 <= a < sp[i] for i, a in enumerate(at))
                 if real:
                     total += x[(b, c) + tuple(at)]
                 count += real or (count_include_pad and inside_pads)
             y[(b, c) + o] = total / count
+    return y
+
+
+def lp_pool(x, kernel, strides, pads, p, dilations=None, ceil=0):
+    """LpPool: (sum over the window's real elements of |x|^p)^(1/p); padding adds nothing."""
+    n = len(kernel)
+    dilations = dilations or [1] * n
+    sp = x.shape[2:]
+    out = [out_size(sp[i], kernel[i], strides[i], pads[i], pads[i + n], dilations[i], ceil) for i in range(n)]
+    y = np.zeros(x.shape[:2] + tuple(out))
+    for b, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+        for o in itertools.product(*map(range, out)):
+            total = 0.0
+            for t in itertools.product(*map(range, kernel)):
+                at = [o[i] * strides[i] - pads[i] + t[i] * dilations[i] for i in range(n)]
+                if all(0 <= a < sp[i] for i, a in enumerate(at)):
+                    total += abs(float(x[(b, c) + tuple(at)])) ** p
+            y[(b, c) + o] = total ** (1.0 / p)
     return y
 
 
@@ -346,6 +365,59 @@ def _(r):
     a = dict(kernel_shape=[3, 2], strides=[2, 1], pads=[2, 1, 1, 2], dilations=[2, 3])
     y, i = max_pool(x, a["kernel_shape"], a["strides"], a["pads"], a["dilations"])
     return model_text("MaxPool", [("x", x)], ["y", "i"], a), {"x": x}, [y, i]
+
+
+@case("maxpool_dilated")
+def _(r):
+    # One max_pool2d with dilations (no Indices): NaN, infinities and ties as above.
+    x = r.standard_normal((2, 3, 11, 10)).astype(np.float32)
+    x[0, 0, 2:5, 2:5] = 3.0
+    x[1, 0, 4, 4] = np.nan
+    x[1, 1, 0:3, 0:3] = np.inf
+    x[0, 2, :, :] = -np.inf
+    a = dict(kernel_shape=[3, 3], strides=[2, 1], pads=[3, 1, 2, 4], dilations=[3, 2], ceil_mode=1)
+    y, _ = max_pool(x, a["kernel_shape"], a["strides"], a["pads"], a["dilations"], ceil=1)
+    return model_text("MaxPool", [("x", x)], ["y"], a), {"x": x}, [y]
+
+
+@case("maxpool_3d_dilated")
+def _(r):
+    x = r.standard_normal((1, 2, 7, 6, 9)).astype(np.float32)
+    a = dict(kernel_shape=[2, 2, 3], strides=[1, 2, 2], pads=[1, 0, 2, 1, 1, 0], dilations=[2, 3, 2])
+    y, _ = max_pool(x, a["kernel_shape"], a["strides"], a["pads"], a["dilations"])
+    return model_text("MaxPool", [("x", x)], ["y"], a), {"x": x}, [y]
+
+
+@case("avgpool_dilated_ceil")
+def _(r):
+    x = r.standard_normal((2, 2, 9, 10)).astype(np.float32)
+    a = dict(kernel_shape=[2, 3], strides=[2, 2], pads=[1, 2, 1, 0], dilations=[3, 2], ceil_mode=1)
+    y = avg_pool(x, a["kernel_shape"], a["strides"], a["pads"], ceil=1, dilations=a["dilations"])
+    return model_text("AveragePool", [("x", x)], ["y"], a, opset=19), {"x": x}, [y]
+
+
+@case("avgpool_3d_dilated_count_pad")
+def _(r):
+    x = r.standard_normal((1, 2, 6, 5, 7)).astype(np.float32)
+    a = dict(kernel_shape=[2, 2, 2], strides=[1, 2, 2], pads=[1, 1, 0, 0, 1, 1], dilations=[2, 1, 3], count_include_pad=1)
+    y = avg_pool(x, a["kernel_shape"], a["strides"], a["pads"], count_include_pad=1, dilations=a["dilations"])
+    return model_text("AveragePool", [("x", x)], ["y"], a, opset=19), {"x": x}, [y]
+
+
+@case("lppool_2d")
+def _(r):
+    x = r.standard_normal((2, 3, 8, 7)).astype(np.float32)
+    a = dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1], p=3)
+    y = lp_pool(x, a["kernel_shape"], a["strides"], a["pads"], 3)
+    return model_text("LpPool", [("x", x)], ["y"], a), {"x": x}, [y]
+
+
+@case("lppool_1d_dilated_ceil")
+def _(r):
+    x = r.standard_normal((1, 2, 13)).astype(np.float32)
+    a = dict(kernel_shape=[3], strides=[2], pads=[1, 1], dilations=[2], ceil_mode=1)
+    y = lp_pool(x, a["kernel_shape"], a["strides"], a["pads"], 2, a["dilations"], ceil=1)
+    return model_text("LpPool", [("x", x)], ["y"], a, opset=18), {"x": x}, [y]
 
 
 @case("maxpool_int8_dilated")
