@@ -229,9 +229,11 @@ Command onnxTestCommand() {
             "Runs ONNX backend tests: each DIR is a test folder (model.onnx and test_data_set_*/input_*.pb,\n"
             "output_*.pb) or a folder of them (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node).\n"
             "A test imports the model with its inputs known at compile time (ops that need an input's value,\n"
-            "such as Reshape's shape, take it from there), runs it and compares each output as ONNX's runner\n"
-            "does: rtol 1e-3, atol 1e-7, or those of a folder's data.json (a downloadable model, looked for\n"
-            "in $ONNX_MODELS or $ONNX_HOME/models). Prints PASS name, FAIL name: <first mismatch or error> or\n"
+            "such as Reshape's shape, take it from there; a tensor without a name is the model's i-th graph\n"
+            "input, as ONNX's runner binds it), runs it and compares each output as ONNX's runner does: rtol\n"
+            "1e-3, atol 1e-7, or those of the folder's data.json (beside model.onnx, or naming a downloadable\n"
+            "model, looked for in $ONNX_MODELS or $ONNX_HOME/models). Prints PASS name, FAIL name: <first\n"
+            "mismatch or error> or\n"
             "UNSUPPORTED name: <what kiln lacks> per test, then `onnx: P passed, F failed, U unsupported`.\n"
             "--expect-pass FILE makes the exit status 1 when a test named in FILE does not pass.",
             {{"--backend", "NAME", "interp (default), cpu or cuda"},

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "frontend/onnx/onnx_import.h"
 #include "tools/flat_json.h"
@@ -123,10 +124,23 @@ OnnxTestOutcome runDataSet(const fs::path& model, const fs::path& set, Backend b
   if (!declared && !missing.empty()) return unsupported(missing);
   std::map<std::string, TensorType> types = declaredTypes(declared);
   OnnxImportOptions options;
-  for (const fs::path& p : numberedFiles(set, "input_")) {
+  std::optional<std::vector<std::string>> graphInputs;  // read only when a tensor has no name
+  std::vector<fs::path> inputFiles = numberedFiles(set, "input_");
+  for (size_t i = 0; i < inputFiles.size(); ++i) {
+    const fs::path& p = inputFiles[i];
     auto t = readOnnxTensorFile(p.string(), &missing);
     if (!t) return missing.empty() ? fail(t.error().message()) : unsupported(missing);
-    if (t->name.empty()) return fail(p.string() + " names no graph input");
+    if (t->name.empty()) {
+      // As ONNX's runner does: input_i binds to the model's i-th graph input (initializers aside).
+      if (!graphInputs) {
+        auto names = onnxGraphInputNames(model.string());
+        if (!names) return fail(names.error().message());
+        graphInputs = std::move(*names);
+      }
+      if (i >= graphInputs->size())
+        return fail(fmt::format("{} has no name and the model has only {} graph inputs", p.string(), graphInputs->size()));
+      t->name = (*graphInputs)[i];
+    }
     options.knownInputs[t->name] = asDeclared(std::move(t->value), findType(types, t->name));
   }
   std::vector<Tensor> expected;
@@ -166,11 +180,18 @@ bool isOnnxTestFolder(const std::string& dir) {
 Expected<OnnxTestFolder> locateOnnxTest(const std::string& dir) {
   OnnxTestFolder folder;
   std::error_code ec;
+  fs::path jsonPath = fs::path(dir) / "data.json";
   if (fs::exists(fs::path(dir) / "model.onnx", ec)) {
     folder.modelDir = dir;
+    // A data.json beside the model may set its tolerances (the model zoo's generated folders do).
+    if (fs::exists(jsonPath, ec)) {
+      auto json = readFlatJson(jsonPath.string());
+      if (!json) return json.error();
+      folder.tolerance.rtol = json->number("rtol").value_or(folder.tolerance.rtol);
+      folder.tolerance.atol = json->number("atol").value_or(folder.tolerance.atol);
+    }
     return folder;
   }
-  fs::path jsonPath = fs::path(dir) / "data.json";
   auto json = readFlatJson(jsonPath.string());
   if (!json) return json.error();
   auto name = json->string("model_name");

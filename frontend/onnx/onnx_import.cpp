@@ -237,6 +237,19 @@ Expected<OnnxModel> importOnnxFile(const std::string& path, const OnnxImportOpti
   return importOnnxModel(bytes.str(), path, options, unsupported);
 }
 
+Expected<std::vector<std::string>> onnxGraphInputNames(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error("cannot open '" + path + "'");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) return Error(path + ": not a valid ONNX model (the protobuf data is malformed or truncated)");
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::vector<std::string> names;
+  for (const auto& input : model.graph().input())
+    if (!initializers.count(input.name())) names.push_back(input.name());
+  return names;
+}
+
 Expected<OnnxNamedTensor> readOnnxTensorFile(const std::string& path, std::vector<OnnxUnsupported>* unsupported) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error("cannot open '" + path + "'");

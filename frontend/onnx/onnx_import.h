@@ -52,6 +52,10 @@ Expected<OnnxModel> importOnnxModel(std::string_view bytes, const std::string& s
 Expected<OnnxModel> importOnnxFile(const std::string& path, const OnnxImportOptions& options = {},
                                    std::vector<OnnxUnsupported>* unsupported = nullptr);
 
+// The graph inputs of the model at `path` that are not initializers, in order: what ONNX's test
+// runner binds test data to by position when a tensor carries no name.
+Expected<std::vector<std::string>> onnxGraphInputNames(const std::string& path);
+
 // A TensorProto file (the input_*.pb / output_*.pb of the ONNX backend tests): its name and value.
 struct OnnxNamedTensor {
   std::string name;

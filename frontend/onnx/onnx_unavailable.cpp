@@ -20,6 +20,7 @@ Expected<OnnxModel> importOnnxModel(std::string_view, const std::string&, const 
 Expected<OnnxModel> importOnnxFile(const std::string&, const OnnxImportOptions&, std::vector<OnnxUnsupported>*) {
   return notBuilt();
 }
+Expected<std::vector<std::string>> onnxGraphInputNames(const std::string&) { return notBuilt(); }
 Expected<OnnxNamedTensor> readOnnxTensorFile(const std::string&, std::vector<OnnxUnsupported>*) { return notBuilt(); }
 
 }  // namespace kiln

@@ -105,13 +105,21 @@ Status shrink(NodeContext& c) {
   return c.result(c.op(OpKind::Select, {c.op(OpKind::Gt, {v, s(c, v, lambd)}), c.op(OpKind::Sub, {v, s(c, v, bias)}), low}));
 }
 
-// PRelu: x < 0 ? slope x : x, slope broadcasting to x.
+// PRelu: x < 0 ? slope x : x, slope broadcasting to x. Before opset 7 a 1-D slope of C values is
+// one per channel (axis 1), as Caffe's PReLU: it is reshaped to [C, 1, ...] to broadcast so.
 Status prelu(NodeContext& c) {
   auto x = c.input(0);
   if (!x) return x.error();
   auto slope = c.input(1);
   if (!slope) return slope.error();
-  return c.result(c.op(OpKind::Select, {isNegative(c, *x), mul(c, *x, *slope), *x}));
+  Value* s = *slope;
+  const Shape& xs = (*x)->type().shape;
+  if (c.opset() < 7 && s->type().rank() == 1 && xs.size() >= 2 && s->type().shape[0] == xs[1] && xs[1] != 1) {
+    Shape perChannel(xs.size() - 1, 1);
+    perChannel[0] = xs[1];
+    s = c.reshape(s, perChannel);
+  }
+  return c.result(c.op(OpKind::Select, {isNegative(c, *x), mul(c, *x, s), *x}));
 }
 
 // Clip: min(max(x, lo), hi); a bound left out is no bound.

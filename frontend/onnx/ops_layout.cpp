@@ -249,7 +249,10 @@ Value* padBorders(NodeContext& c, Value* x, const std::vector<int64_t>& pads, bo
     };
     if (b > 0) parts.push_back(reflect ? sliceAxis(c, x, axis, b, 0, -1) : repeated(0, b));
     parts.push_back(x);
-    if (e > 0) parts.push_back(reflect ? sliceAxis(c, x, axis, n - 2, n - 2 - e, -1) : repeated(n - 1, e));
+    // Backwards from n-2 for e elements; an end before index 0 is spelled below -n, since -1
+    // would count from the back (ONNX Slice semantics).
+    int64_t reflectEnd = n - 2 - e >= 0 ? n - 2 - e : -n - 1;
+    if (e > 0) parts.push_back(reflect ? sliceAxis(c, x, axis, n - 2, reflectEnd, -1) : repeated(n - 1, e));
     x = c.op(OpKind::Concat, parts, {{"axis", Attr(axis)}});
   }
   return x;
