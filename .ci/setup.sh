@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what kiln needs to build and test on a fresh Debian 12 machine: LLVM 19 (the shared
 # library, NVPTX target, FileCheck and lit), fmt, GoogleTest, CMake, Ninja, Open MPI (data-parallel
-# ranks), and NumPy for the differential tests. Safe to run again; needs root or sudo for apt-get.
+# ranks), NumPy for the differential tests, onnx and onnxruntime for the model zoo. Safe to run again; needs root or sudo for apt-get.
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build python3 python3-pip
@@ -27,5 +27,11 @@ if ! python3 -c "import numpy" 2>/dev/null; then
   echo "setup: installing numpy for $(command -v python3)"
   python3 -m pip install --quiet numpy 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages numpy
+fi
+# onnx and onnxruntime write the model zoo's tests and their reference outputs (tests/models).
+if ! python3 -c "import onnx, onnxruntime" 2>/dev/null; then
+  echo "setup: installing onnx and onnxruntime for $(command -v python3)"
+  python3 -m pip install --quiet onnx onnxruntime 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages onnx onnxruntime
 fi
 echo "setup: ok (LLVM $(/usr/lib/llvm-19/bin/llvm-config --version), $(python3 -c 'import numpy; print("numpy", numpy.__version__)'))"

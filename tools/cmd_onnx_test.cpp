@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr unsigned kTestTimeoutSeconds = 120;
+constexpr unsigned kDefaultTimeoutSeconds = 120;
 
 // Test names listed in a file: one per line, the last word of each (so ONNX tier lists "1 Abs
 // test_abs" work as they are); '#' starts a comment.
@@ -70,8 +70,8 @@ struct Running {
 };
 
 // The child: runs one test and writes "KIND\tdetail" to `fd`.
-[[noreturn]] void runChild(const fs::path& test, Backend backend, int fd) {
-  alarm(kTestTimeoutSeconds);
+[[noreturn]] void runChild(const fs::path& test, Backend backend, unsigned timeout, int fd) {
+  alarm(timeout);
   OnnxTestOutcome o = runOnnxTestCase(test.string(), backend);
   const char* kind = o.kind == OnnxTestOutcome::Pass ? "PASS" : o.kind == OnnxTestOutcome::Fail ? "FAIL" : "UNSUPPORTED";
   std::string line = std::string(kind) + "\t" + o.detail;
@@ -83,7 +83,7 @@ struct Running {
   _exit(0);
 }
 
-OnnxTestOutcome parseChild(const std::string& out, int status) {
+OnnxTestOutcome parseChild(const std::string& out, int status, unsigned timeout) {
   auto tab = out.find('\t');
   if (tab != std::string::npos && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     std::string kind = out.substr(0, tab), detail = out.substr(tab + 1);
@@ -92,13 +92,13 @@ OnnxTestOutcome parseChild(const std::string& out, int status) {
     return {OnnxTestOutcome::Fail, detail};
   }
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-    return {OnnxTestOutcome::Fail, fmt::format("timed out after {} s", kTestTimeoutSeconds)};
+    return {OnnxTestOutcome::Fail, fmt::format("timed out after {} s", timeout)};
   if (WIFSIGNALED(status)) return {OnnxTestOutcome::Fail, fmt::format("crashed (signal {})", WTERMSIG(status))};
   return {OnnxTestOutcome::Fail, fmt::format("exited with status {}", WEXITSTATUS(status))};
 }
 
 // Runs every test with up to `jobs` children at once; outcomes in test order.
-std::vector<OnnxTestOutcome> runAll(const std::vector<fs::path>& tests, Backend backend, size_t jobs,
+std::vector<OnnxTestOutcome> runAll(const std::vector<fs::path>& tests, Backend backend, size_t jobs, unsigned timeout,
                                     const std::function<void(size_t, const OnnxTestOutcome&)>& report) {
   std::vector<std::optional<OnnxTestOutcome>> outcomes(tests.size());
   std::vector<Running> running;
@@ -115,7 +115,7 @@ std::vector<OnnxTestOutcome> runAll(const std::vector<fs::path>& tests, Backend 
       pid_t pid = fork();
       if (pid == 0) {
         close(fds[0]);
-        runChild(tests[next], backend, fds[1]);
+        runChild(tests[next], backend, timeout, fds[1]);
       }
       close(fds[1]);
       if (pid < 0) {
@@ -135,7 +135,7 @@ std::vector<OnnxTestOutcome> runAll(const std::vector<fs::path>& tests, Backend 
       close(r.fd);
       int status = 0;
       waitpid(r.pid, &status, 0);
-      outcomes[r.index] = parseChild(r.output, status);
+      outcomes[r.index] = parseChild(r.output, status, timeout);
     }
     while (reported < tests.size() && outcomes[reported]) {
       report(reported, *outcomes[reported]);
@@ -171,6 +171,13 @@ int run(const Command& c, const Args& args) {
     if (j->empty() || *end || v < 1 || v > 256) return usageError(c, "--jobs takes a number from 1 to 256, got '" + *j + "'");
     jobs = static_cast<size_t>(v);
   }
+  unsigned timeout = kDefaultTimeoutSeconds;
+  if (auto t = args.get("--timeout")) {
+    char* end = nullptr;
+    long v = std::strtol(t->c_str(), &end, 10);
+    if (t->empty() || *end || v < 1 || v > 86400) return usageError(c, "--timeout takes seconds from 1 to 86400, got '" + *t + "'");
+    timeout = static_cast<unsigned>(v);
+  }
   std::string problem;
   std::vector<fs::path> tests = findTests(args.positional, problem);
   if (!problem.empty()) return usageError(c, problem);
@@ -198,7 +205,7 @@ int run(const Command& c, const Args& args) {
 
   size_t passed = 0, failed = 0, unsupported = 0;
   std::vector<std::string> regressions, newlyPassing;
-  runAll(tests, *resolved, jobs, [&](size_t i, const OnnxTestOutcome& o) {
+  runAll(tests, *resolved, jobs, timeout, [&](size_t i, const OnnxTestOutcome& o) {
     std::string name = tests[i].filename().string();
     switch (o.kind) {
       case OnnxTestOutcome::Pass: ++passed; fmt::print("PASS {}\n", name); break;
@@ -225,7 +232,8 @@ int run(const Command& c, const Args& args) {
 
 Command onnxTestCommand() {
   Command c{"onnx-test", "run ONNX backend node tests (model.onnx + test_data_set_*)",
-            "kiln onnx-test DIR... [--backend interp|cpu|cuda] [--jobs N] [--tests FILE] [--expect-pass FILE]",
+            "kiln onnx-test DIR... [--backend interp|cpu|cuda] [--jobs N] [--timeout S] [--tests FILE]\n"
+            "                     [--expect-pass FILE]",
             "Runs ONNX backend tests: each DIR is a test folder (model.onnx and test_data_set_*/input_*.pb,\n"
             "output_*.pb) or a folder of them (Debian's libonnx-testdata: /usr/share/libonnx-testdata/data/node).\n"
             "A test imports the model with its inputs known at compile time (ops that need an input's value,\n"
@@ -238,6 +246,7 @@ Command onnxTestCommand() {
             "--expect-pass FILE makes the exit status 1 when a test named in FILE does not pass.",
             {{"--backend", "NAME", "interp (default), cpu or cuda"},
              {"--jobs", "N", "run N tests at once, each in its own process (default 1)"},
+             {"--timeout", "S", "a test still running after S seconds fails (default 120)"},
              {"--tests", "FILE", "run only the tests named in FILE (one per line, its last word; # comments)", true},
              {"--expect-pass", "FILE", "fail (exit 1) when a test named in FILE does not pass"}},
             nullptr};
