@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kiln needs to build and test on a fresh Debian 12 machine: LLVM 19 (the shared
 # library, NVPTX target, FileCheck and lit), fmt, GoogleTest, CMake, Ninja, Open MPI (data-parallel
-# ranks), NumPy for the differential tests, onnx and onnxruntime for the model zoo. Safe to run again; needs root or sudo for apt-get.
+# ranks), NumPy for the differential tests, and onnx and onnxruntime for the model zoo. Safe to run
+# again; needs root or sudo for apt-get.
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build python3 python3-pip
