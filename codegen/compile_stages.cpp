@@ -19,6 +19,7 @@ Expected<CompiledStages> compileCpuStages(const Function& function, const Compil
   stages.kiln = kiln::printFunction(*c->optimized.function, kSummaryPrint);
   for (const KernelGroup* group : c->plan->allGroups()) stages.kernels.push_back(group->name);
   stages.errors = c->errors;
+  stages.symbols = c->symbols;
   stages.unoptimizedIR = c->unoptimizedIr;
   stages.optimizedIR = printModule(*c->module);
   StageTimer timer(options.profile, "llvm codegen");
@@ -38,6 +39,7 @@ Expected<CompiledStages> compileStages(const Function& original, const CompileOp
   stages.kiln = kiln::printFunction(*c->optimized.function, kSummaryPrint);
   for (const KernelGroup* group : c->plan->allGroups()) stages.kernels.push_back(group->name);
   stages.errors = std::move(c->errors);
+  stages.symbols = std::move(c->symbols);
   stages.unoptimizedIR = std::move(c->unoptimizedIR);
   stages.optimizedIR = std::move(c->optimizedIR);
   stages.code = std::move(c->ptx);

@@ -7,6 +7,7 @@
 
 #include "codegen/compile_cache.h"
 #include "codegen/compile_options.h"
+#include "codegen/kernel_dedup.h"
 #include "codegen/kernel_emitter.h"
 #include "ir/ir.h"
 
@@ -18,6 +19,7 @@ struct CompiledStages {
   std::string optimizedIR;    // after libdevice linking (cuda) and O3; empty when the PTX was cached
   std::string code;           // PTX (cuda) or host assembly (cpu)
   std::vector<std::string> kernels;  // kernel names, in plan order
+  KernelSymbols symbols;             // kernels compiled as an identical earlier one (kernel_dedup.h)
   std::vector<KernelError> errors;   // the error table the kernels' status words index
 };
 

@@ -33,6 +33,7 @@ Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptio
   {
     StageTimer timer(options.profile, "llvm emit");
     c.errors = emitKernels(*c.module, target, *c.plan);
+    c.symbols = deduplicateKernels(*c.module, c.plan->allGroups());
     c.unoptimizedIr = printModule(*c.module);
   }
   // The dump layout is codegen/dump.h's, shared with the NVPTX path.
@@ -95,6 +96,7 @@ Expected<CpuObject> compileCpuObject(const Function& function, const CompileOpti
   result.optimized = std::move(c->optimized);
   result.plan = std::move(c->plan);
   result.errors = std::move(c->errors);
+  result.symbols = std::move(c->symbols);
   // With a dump dir the cache is not read, so that every stage is dumped; the result is stored.
   if (cache && !refresh && options.dumpDir.empty()) {
     if (auto hit = cache->lookup(key)) {

@@ -13,6 +13,7 @@
 
 #include "codegen/compile_cache.h"
 #include "codegen/compile_options.h"
+#include "codegen/kernel_dedup.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/kernel_plan.h"
 #include "codegen/optimize.h"
@@ -28,6 +29,7 @@ struct CpuCompilation {
   std::unique_ptr<llvm::LLVMContext> context; // owns `module`; declared first so it dies last
   std::unique_ptr<llvm::Module> module;       // optimised, one kernel per plan group
   std::string unoptimizedIr;                  // LLVM IR as emitted, before O3
+  KernelSymbols symbols;                      // kernels compiled as an identical one (kernel_dedup.h)
 };
 
 // Runs the pass pipeline on a copy of `function` (optimize.h), plans and emits the copy's kernels
@@ -43,6 +45,7 @@ struct CpuObject {
   std::vector<KernelError> errors;  // what the kernels' error words index
   std::string object;               // relocatable object for this host, one kernel per plan group
   bool fromCache = false;           // true: O3 and codegen were skipped
+  KernelSymbols symbols;            // kernels whose code is an identical kernel's (kernel_dedup.h)
 };
 
 // The cache key of `function`'s host object: the optimised copy's text and emitted IR, options, and

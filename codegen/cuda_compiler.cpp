@@ -25,6 +25,7 @@ Status emitPtx(const Function& function, llvm::Module& module, const CompileOpti
   {
     StageTimer timer(options.profile, "llvm emit");
     c.errors = emitKernels(module, target, *c.plan);
+    c.symbols = deduplicateKernels(module, c.plan->allGroups());
     c.unoptimizedIR = printModule(module);
   }
   // The PTX also depends on the libdevice linked in. Without one, compile (and fail) uncached.

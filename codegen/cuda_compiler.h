@@ -9,6 +9,7 @@
 
 #include "codegen/compile_cache.h"
 #include "codegen/compile_options.h"
+#include "codegen/kernel_dedup.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/kernel_plan.h"
 #include "codegen/optimize.h"
@@ -22,7 +23,8 @@ struct CudaCompilation {
   std::vector<KernelError> errors;  // what the kernels' error words index
   std::string unoptimizedIR;        // LLVM IR as the kernel emitter produced it
   std::string optimizedIR;          // after libdevice and O3; empty when the PTX came from the cache
-  std::string ptx;                  // one .entry per plan group, named KernelGroup::name
+  std::string ptx;                  // one .entry per distinct kernel, named KernelGroup::name
+  KernelSymbols symbols;            // kernels whose .entry is an identical kernel's (kernel_dedup.h)
 };
 
 // Optimises and plans `function`, emits its kernels for options.gpuArch and generates PTX. The PTX

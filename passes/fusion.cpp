@@ -17,6 +17,12 @@ namespace kiln::passes {
 
 namespace {
 
+// The most ops one kernel holds. Growing a kernel re-judges it as a whole at every step, and LLVM's
+// optimiser and code generator take superlinear time on one huge function, so an unbounded kernel
+// makes compile time quadratic in a long chain; 256 ops is far beyond any kernel of a real model
+// (a transformer layer's largest is ~40) while keeping a 100k-op chain linear.
+constexpr size_t kMaxOpsPerKernel = 256;
+
 bool isSource(const Op& op) { return op.kind() == OpKind::Constant || op.kind() == OpKind::Iota; }
 
 // Iota and small constants are copied into every kernel that reads them (as immediates); constant
@@ -95,6 +101,9 @@ class BlockFuser {
   // Why groups `merged` plus ops `extra` may not be one kernel, or "" if they may (and `kind` is
   // its kind then).
   std::string whyNot(const std::vector<size_t>& merged, const std::vector<Op*>& extra, FusionKind& kind) const {
+    size_t size = extra.size();
+    for (size_t k : merged) size += groups_[k].ops.size();
+    if (size > kMaxOpsPerKernel) return fmt::format("the kernel would hold more than {} ops", kMaxOpsPerKernel);
     if (std::string why = judgeGroup(unionOf(merged, extra), kind); !why.empty()) return why;
     if (createsCycle(merged, extra)) return "its result also feeds another kernel that this kernel depends on";
     return "";
@@ -128,6 +137,9 @@ class BlockFuser {
       if (std::find(merged.begin(), merged.end(), it->second) != merged.end()) return &mergedNode;
       return &groups_[it->second];
     };
+    // A node is the merged kernel, another group (an element of groups_) or an op left alone.
+    std::less<const void*> before;
+    const void* groupsEnd = groups_.data() + groups_.size();
     auto opsOf = [&](const void* node) {
       std::vector<const Op*> ops;
       if (node == &mergedNode) {
@@ -135,10 +147,31 @@ class BlockFuser {
         ops.insert(ops.end(), extra.begin(), extra.end());
         return ops;
       }
-      for (const Group& group : groups_)
-        if (node == &group) return std::vector<const Op*>(group.ops.begin(), group.ops.end());
+      if (!before(node, groups_.data()) && before(node, groupsEnd)) {
+        const Group& group = *static_cast<const Group*>(node);
+        return std::vector<const Op*>(group.ops.begin(), group.ops.end());
+      }
       ops.push_back(static_cast<const Op*>(node));
       return ops;
+    };
+    // Pruning by program position keeps the walk local (else it would visit everything
+    // downstream, and fusing a long chain would be quadratic): every edge goes from an op to a
+    // later one, so a node whose ops all come after the merged kernel's last op reaches only such
+    // nodes, unless some other kernel has ops on both sides of that point.
+    int last = 0;
+    for (size_t k : merged)
+      if (!groups_[k].ops.empty()) last = std::max(last, position_.at(groups_[k].ops.back()));
+    for (const Op* op : extra) last = std::max(last, position_.at(op));
+    bool prune = true;
+    for (size_t h = 0; h < groups_.size() && prune; ++h) {
+      if (groups_[h].ops.empty() || std::find(merged.begin(), merged.end(), h) != merged.end()) continue;
+      prune = !(position_.at(groups_[h].ops.front()) < last && last < position_.at(groups_[h].ops.back()));
+    }
+    auto firstPosition = [&](const void* node) {
+      if (node == &mergedNode) return 0;
+      if (!before(node, groups_.data()) && before(node, groupsEnd))
+        return position_.at(static_cast<const Group*>(node)->ops.front());
+      return position_.at(static_cast<const Op*>(node));
     };
     std::unordered_set<const void*> seen;
     std::vector<const void*> stack;
@@ -149,7 +182,7 @@ class BlockFuser {
             const Op* user = topLevel(use.user);
             if (!user || user->info().cls == OpClass::Terminator) continue;
             const void* next = nodeOf(user);
-            if (next == node) continue;
+            if (next == node || (prune && firstPosition(next) > last)) continue;
             if (seen.insert(next).second) stack.push_back(next);
           }
     };
@@ -225,8 +258,7 @@ class BlockFuser {
       groups_[g].ops.push_back(op);
       groupOf_[op] = g;
     }
-    std::sort(groups_[g].ops.begin(), groups_[g].ops.end(),
-              [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); });
+    sortByPosition(groups_[g].ops);
     groups_[g].kind = kind;
   }
 
@@ -253,17 +285,28 @@ class BlockFuser {
       if (readsOnlyInputs) candidatesToMerge.push_back(g);
     }
     if (candidatesToMerge.size() < 2) return;
-    size_t into = candidatesToMerge.back();  // the earliest group in program order (groups grow from the end)
+    // From the earliest group in program order (groups grow from the end), each kernel up to
+    // kMaxOpsPerKernel ops.
+    std::reverse(candidatesToMerge.begin(), candidatesToMerge.end());
+    size_t into = candidatesToMerge.front();
     for (size_t g : candidatesToMerge) {
       if (g == into) continue;
+      if (groups_[into].ops.size() + groups_[g].ops.size() > kMaxOpsPerKernel) {
+        sortByPosition(groups_[into].ops);
+        into = g;
+        continue;
+      }
       for (Op* op : groups_[g].ops) {
         groups_[into].ops.push_back(op);
         groupOf_[op] = into;
       }
       groups_[g].ops.clear();
     }
-    std::sort(groups_[into].ops.begin(), groups_[into].ops.end(),
-              [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); });
+    sortByPosition(groups_[into].ops);
+  }
+
+  void sortByPosition(std::vector<Op*>& ops) const {
+    std::sort(ops.begin(), ops.end(), [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); });
   }
 
   // Moves the group's ops into a new fusion op; returns whether it made one.

@@ -78,7 +78,7 @@ Status loadObject(const Function& function, const codegen::CompileOptions& optio
   kernels.clear();
   KILN_TRY(jit->addObject(object.object, "kiln." + function.name() + ".o"));
   for (const codegen::KernelGroup* group : object.plan->allGroups()) {
-    auto fn = jit->lookup(group->name);
+    auto fn = jit->lookup(codegen::symbolOf(object.symbols, group->name));
     if (!fn) return fn.error();
     kernels[group] = *fn;
   }

@@ -81,7 +81,7 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
   for (const codegen::KernelGroup* group : groups) {
     KernelThunk k;
     k.group = group;
-    auto fn = program->module_.function(group->name);
+    auto fn = program->module_.function(codegen::symbolOf(program->compiled_.symbols, group->name));
     if (!fn) return fn.error();
     k.function = *fn;
     int perSm = 0;

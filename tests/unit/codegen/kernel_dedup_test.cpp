@@ -1,0 +1,81 @@
+// Identical kernels compiled once (codegen/kernel_dedup.h): repeated blocks share one symbol, and
+// kernels that differ only in a constant table or an error's location stay apart.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "codegen/compile_stages.h"
+#include "kiln.h"
+#include "runtime/cuda/context.h"
+
+namespace kiln::codegen {
+namespace {
+
+// Two identical residual blocks (same shapes, same ops, their own weights as parameters) and a
+// third whose scalar differs: the first two plan to kernels with equal code, the third does not.
+constexpr const char* kBlocks = R"(func @main(%x: f32[8,64], %w1: f32[64,64], %w2: f32[64,64]) -> f32[8,64] {
+  %m1 = matmul %x, %w1
+  %r1 = relu %m1
+  %a1 = add %x, %r1
+  %m2 = matmul %a1, %w2
+  %r2 = relu %m2
+  %a2 = add %a1, %r2
+  %c = constant 3.0 : f32[]
+  %m3 = matmul %a2, %w1
+  %s3 = mul %m3, %c
+  %a3 = add %a2, %s3
+  return %a3
+}
+)";
+
+std::unique_ptr<Module> parse(const std::string& text) {
+  auto m = parseModule(text, "blocks.kiln");
+  EXPECT_TRUE(m.ok()) << m.error().str();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+TEST(KernelDedup, RepeatedBlocksShareOneKernel) {
+  auto m = parse(kBlocks);
+  ASSERT_TRUE(m);
+  for (Target target : {Target::Cpu, Target::Cuda}) {
+    CompileOptions options;
+    options.target = target;
+    auto stages = compileStages(*m->entry(), options, nullptr);
+    ASSERT_TRUE(stages.ok()) << stages.error().str();
+    ASSERT_EQ(stages->kernels.size(), 3u);  // one per block: matmul with its relu + add epilogue
+    // The second block's kernel runs the first block's code; the third's does not (its epilogue
+    // multiplies by 3).
+    EXPECT_EQ(stages->symbols.size(), 1u) << (target == Target::Cpu ? "cpu" : "cuda");
+    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[1]), stages->kernels[0]);
+    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[2]), stages->kernels[2]);
+    EXPECT_EQ(stages->unoptimizedIR.find("@" + stages->kernels[1] + "("), std::string::npos);
+  }
+}
+
+TEST(KernelDedup, SharedKernelsComputeEachBlocksOwnValues) {
+  auto m = parse(kBlocks);
+  ASSERT_TRUE(m);
+  const Function& f = *m->entry();
+  std::vector<Tensor> inputs = randomInputs(f, 11);
+  auto want = interpret(f, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  for (Target target : {Target::Cpu, Target::Cuda}) {
+    if (target == Target::Cuda)
+      if (auto device = cuda::Device::get(); !device) {
+        std::cout << "cuda half skipped: no GPU (" << device.error().message() << ")\n";
+        continue;
+      }
+    CompileOptions options;
+    options.target = target;
+    auto exe = Executable::compile(f, options);
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    auto got = (*exe)->run(inputs);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    for (int64_t i = 0; i < (*want)[0].numElements(); ++i)
+      ASSERT_NEAR((*got)[0].getDouble(i), (*want)[0].getDouble(i), 1e-3 * (1 + std::fabs((*want)[0].getDouble(i))))
+          << "element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::codegen
