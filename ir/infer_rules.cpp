@@ -351,19 +351,29 @@ Expected<TensorType> pool2dType(const Op& op, const TensorType& x) {
   int64_t h = windowOutputSize(x.shape[2], kernel[0], strides[0], pads[0], pads[2], dil[0]);
   int64_t w = windowOutputSize(x.shape[3], kernel[1], strides[1], pads[1], pads[3], dil[1]);
   if (h <= 0 || w <= 0) return Error("kernel " + Attr::ints(kernel).str() + " is larger than the padded input " + x.str());
-  // Padding never takes part in a pool, so every window must hold a real element.
-  for (int axis = 0; axis < 2; ++axis) {
-    int64_t outputs = axis == 0 ? h : w, size = x.shape[2 + static_cast<size_t>(axis)];
-    for (int64_t o = 0; o < outputs; ++o) {
-      bool real = false;
-      for (int64_t k = 0; k < kernel[static_cast<size_t>(axis)] && !real; ++k) {
-        int64_t at = o * strides[static_cast<size_t>(axis)] - pads[static_cast<size_t>(axis)] + k * dil[static_cast<size_t>(axis)];
-        real = at >= 0 && at < size;
-      }
-      if (!real)
+  // Padding never takes part in a pool, so every window must hold a real element. A window that
+  // starts inside the input holds one (its first tap); only those starting in the padding, at
+  // either end, need a look.
+  for (size_t axis = 0; axis < 2; ++axis) {
+    int64_t outputs = axis == 0 ? h : w, size = x.shape[2 + axis];
+    int64_t s = strides[axis], p = pads[axis], k = kernel[axis], d = dil[axis];
+    auto real = [&](int64_t o) {  // the first tap at or after 0 is inside the input
+      int64_t start = o * s - p;
+      int64_t first = start >= 0 ? 0 : (-start + d - 1) / d;
+      return first < k && start + first * d < size;
+    };
+    int64_t leading = std::min(outputs, (p + s - 1) / s);              // windows starting before 0
+    int64_t trailing = std::min(outputs, (size + p + s - 1) / s);      // the first starting past the end
+    constexpr int64_t kMaxEdgeWindows = int64_t{1} << 20;
+    if (leading > kMaxEdgeWindows || outputs - trailing > kMaxEdgeWindows)
+      return Error("pads " + Attr::ints(pads).str() + " are too large for a pool");
+    std::vector<int64_t> edge;
+    for (int64_t o = 0; o < leading; ++o) edge.push_back(o);
+    for (int64_t o = std::max(leading, trailing); o < outputs; ++o) edge.push_back(o);
+    for (int64_t o : edge)
+      if (!real(o))
         return Error(fmt::format("window {} along axis {} lies entirely in the padding (pads {}, dilations {})", o,
                                  2 + axis, Attr::ints(pads).str(), Attr::ints(dil).str()));
-    }
   }
   return TensorType{x.dtype, {x.shape[0], x.shape[1], h, w}};
 }
