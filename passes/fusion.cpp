@@ -90,11 +90,21 @@ class BlockFuser {
     return it != groupOf_.end() && it->second == g;
   }
 
+  // The ops of groups `merged` and `extra`, in program order. Groups are kept sorted, so this
+  // merges sorted runs (sorting the whole union again at every step of growing a kernel was most
+  // of the fusion pass's time on long chains).
   std::vector<const Op*> unionOf(const std::vector<size_t>& merged, const std::vector<Op*>& extra) const {
+    auto earlier = [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); };
     std::vector<const Op*> ops;
-    for (size_t k : merged) ops.insert(ops.end(), groups_[k].ops.begin(), groups_[k].ops.end());
+    for (size_t k : merged) {
+      size_t middle = ops.size();
+      ops.insert(ops.end(), groups_[k].ops.begin(), groups_[k].ops.end());
+      std::inplace_merge(ops.begin(), ops.begin() + static_cast<ptrdiff_t>(middle), ops.end(), earlier);
+    }
+    size_t middle = ops.size();
     ops.insert(ops.end(), extra.begin(), extra.end());
-    std::sort(ops.begin(), ops.end(), [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); });
+    std::sort(ops.begin() + static_cast<ptrdiff_t>(middle), ops.end(), earlier);
+    std::inplace_merge(ops.begin(), ops.begin() + static_cast<ptrdiff_t>(middle), ops.end(), earlier);
     return ops;
   }
 
@@ -254,11 +264,16 @@ class BlockFuser {
   }
 
   void absorb(size_t g, std::vector<Op*> ops, FusionKind kind) {
+    std::vector<Op*>& members = groups_[g].ops;
+    size_t middle = members.size();
     for (Op* op : ops) {
-      groups_[g].ops.push_back(op);
+      members.push_back(op);
       groupOf_[op] = g;
     }
-    sortByPosition(groups_[g].ops);
+    // The group stays sorted by position: sort the newcomers, merge them in.
+    auto earlier = [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); };
+    std::sort(members.begin() + static_cast<ptrdiff_t>(middle), members.end(), earlier);
+    std::inplace_merge(members.begin(), members.begin() + static_cast<ptrdiff_t>(middle), members.end(), earlier);
     groups_[g].kind = kind;
   }
 
@@ -356,8 +371,8 @@ class BlockFuser {
       copy->result()->setName(source->result()->name());
       copied[source->result()] = copy->result();
     }
-    for (Op* op : g.ops) {
-      Op* moved = body->append(block_.take(op));
+    for (std::unique_ptr<Op>& op : block_.takeAll(members)) {  // in program order, as g.ops
+      Op* moved = body->append(std::move(op));
       for (size_t i = 0; i < moved->numOperands(); ++i)
         if (auto it = copied.find(moved->operand(i)); it != copied.end()) moved->setOperand(i, it->second);
     }
@@ -391,6 +406,10 @@ class BlockFuser {
     std::vector<size_t> ready;  // a min-heap on the original position keeps the order stable
     for (size_t i = 0; i < order.size(); ++i)
       if (!pending[i]) ready.push_back(i);
+    // The ops leave the block all at once (taking them one by one would search the list each time).
+    std::vector<std::unique_ptr<Op>> owned;
+    for (auto& op : block_.ops()) owned.push_back(std::move(op));
+    block_.ops().clear();
     std::vector<std::unique_ptr<Op>> sorted;
     auto later = [](size_t a, size_t b) { return a > b; };
     std::make_heap(ready.begin(), ready.end(), later);
@@ -398,14 +417,14 @@ class BlockFuser {
       std::pop_heap(ready.begin(), ready.end(), later);
       size_t i = ready.back();
       ready.pop_back();
-      sorted.push_back(block_.take(order[i]));
+      sorted.push_back(std::move(owned[i]));
       for (size_t u : users[i])
         if (--pending[u] == 0) {
           ready.push_back(u);
           std::push_heap(ready.begin(), ready.end(), later);
         }
     }
-    KILN_INTERNAL_CHECK(block_.ops().empty(), "fusion: the kernels of a block depend on each other in a cycle");
+    KILN_INTERNAL_CHECK(sorted.size() == owned.size(), "fusion: the kernels of a block depend on each other in a cycle");
     for (auto& op : sorted) block_.append(std::move(op));
   }
 

@@ -199,13 +199,10 @@ bool onnxImportAvailable() { return true; }
 
 bool isOnnxPath(std::string_view path) { return path.size() >= 5 && path.substr(path.size() - 5) == ".onnx"; }
 
-Expected<OnnxModel> importOnnxModel(std::string_view bytes, const std::string& source, const OnnxImportOptions& options,
-                                    std::vector<OnnxUnsupported>* unsupported) {
-  onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return Error(source + ": models over 2 GiB (protobuf's limit) are not supported");
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return Error(source + ": not a valid ONNX model (the protobuf data is malformed or truncated)");
+namespace {
+
+Expected<OnnxModel> importParsed(const onnx::ModelProto& model, const std::string& source,
+                                 const OnnxImportOptions& options, std::vector<OnnxUnsupported>* unsupported) {
   if (!model.has_graph()) return Error(source + ": the ONNX model has no graph");
   auto missing = findUnsupported(model.graph());
   if (!missing.empty()) {
@@ -228,13 +225,28 @@ Expected<OnnxModel> importOnnxModel(std::string_view bytes, const std::string& s
   return Error(source + ": internal: compile-time inputs did not settle");  // a second build needs nothing new
 }
 
+}  // namespace
+
+Expected<OnnxModel> importOnnxModel(std::string_view bytes, const std::string& source, const OnnxImportOptions& options,
+                                    std::vector<OnnxUnsupported>* unsupported) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return Error(source + ": models over 2 GiB (protobuf's limit) are not supported");
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return Error(source + ": not a valid ONNX model (the protobuf data is malformed or truncated)");
+  return importParsed(model, source, options, unsupported);
+}
+
 Expected<OnnxModel> importOnnxFile(const std::string& path, const OnnxImportOptions& options,
                                    std::vector<OnnxUnsupported>* unsupported) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error("cannot open '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return importOnnxModel(bytes.str(), path, options, unsupported);
+  // Parsed from the stream, so the file's bytes are never held whole next to the parsed model
+  // (a model's weights would otherwise be in memory twice more during import).
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in))
+    return Error(path + ": not a valid ONNX model (the protobuf data is malformed or truncated)");
+  return importParsed(model, path, options, unsupported);
 }
 
 Expected<std::vector<std::string>> onnxGraphInputNames(const std::string& path) {
