@@ -70,6 +70,7 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
     compileOptions.target = *resolved == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
     compileOptions.dumpDir = options.dumpDir;
     compileOptions.disabledPasses = options.disabledPasses;
+    compileOptions.profile = options.profile;
     auto exe = Executable::compile(function, compileOptions);
     if (!exe) return exe.error();
     ExecuteOptions executeOptions;

@@ -13,6 +13,8 @@
 
 namespace kiln {
 
+class CompileProfile;
+
 enum class Backend { Interp, Cpu, Cuda, Auto };
 
 std::string_view backendName(Backend b);
@@ -30,6 +32,8 @@ struct RunOptions {
   std::string dumpDir;
   // Compiled backends: passes to skip (see codegen::CompileOptions::disabledPasses; "all" for none).
   std::vector<std::string> disabledPasses;
+  // Compiled backends: each compile stage's time and peak memory land here (ir/compile_profile.h).
+  CompileProfile* profile = nullptr;
 };
 
 // Runs `function` on `inputs` (one per parameter, exact types) on the resolved backend.

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "codegen/dump.h"
+#include "ir/compile_profile.h"
 #include "ir/npy.h"
 #include "runtime/backend.h"
 #include "runtime/memory_check.h"
@@ -80,7 +81,13 @@ int run(const Command& c, const Args& args) {
     fmt::print("input %{}: {}  {}\n", params[i]->name(), params[i]->type().str(), sources[i]);
 
   options.backend = *backend;
+  CompileProfile profile;
+  if (args.has("--time-passes")) {
+    if (*backend == Backend::Interp) return usageError(c, "--time-passes needs a compiled backend (cpu, cuda); interp compiles nothing");
+    options.profile = &profile;
+  }
   auto results = runFunction(*f, *inputs, options);
+  if (options.profile) fmt::print(stderr, "{}", profile.table());  // compile stages (the import came before)
   if (!results) {
     reportError(results.error());
     return kExitError;
@@ -130,6 +137,7 @@ Command runCommand() {
              {"--seed", "N", "seed for the random inputs (default 0)"},
              {"--out", "DIR", "write result i to DIR/result_<i>.npy"},
              {"--dump-dir", "DIR", "cpu: write the kiln IR, LLVM IR before/after O3 and assembly of every kernel to DIR"},
+             {"--time-passes", "", "report the compile's time and peak memory per stage on stderr (with the compile cache)"},
              {"--max-iterations", "N", "stop a `while` after N iterations with an error (default 10000000)"},
              disablePassesFlag()},
             nullptr};
