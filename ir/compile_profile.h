@@ -34,7 +34,9 @@ class CompileProfile {
 
 // Times one stage into `profile` from construction to destruction (nothing when it is null).
 // Peak memory: the kernel's high-water mark of resident memory is reset when the stage starts
-// (Linux /proc/self/clear_refs), so the figure is the stage's own peak, earlier stages excluded.
+// (Linux /proc/self/clear_refs), so the figure is the stage's own peak, earlier stages excluded;
+// the process's peak is the largest stage's. (The same counter is getrusage's ru_maxrss: a
+// profiled process's max RSS as /usr/bin/time reports it is the last stages' only.)
 class StageTimer {
  public:
   StageTimer(CompileProfile* profile, std::string name);
