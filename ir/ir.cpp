@@ -172,6 +172,21 @@ std::unique_ptr<Op> Block::take(Op* op) {
   return taken;
 }
 
+std::vector<std::unique_ptr<Op>> Block::takeAll(const std::unordered_set<const Op*>& ops) {
+  std::vector<std::unique_ptr<Op>> taken;
+  for (auto it = ops_.begin(); it != ops_.end() && taken.size() < ops.size();) {
+    if (!ops.count(it->get())) {
+      ++it;
+      continue;
+    }
+    taken.push_back(std::move(*it));
+    taken.back()->parent_ = nullptr;
+    it = ops_.erase(it);
+  }
+  KILN_INTERNAL_CHECK(taken.size() == ops.size(), "takeAll: an op is not in this block");
+  return taken;
+}
+
 Op* Block::terminator() const {
   if (ops_.empty()) return nullptr;
   Op* last = ops_.back().get();

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -163,6 +164,9 @@ class Block {
   // Detaches `op` from this block, uses and all, to be appended or inserted elsewhere (a pass
   // moving ops into a region). The caller keeps the IR valid.
   std::unique_ptr<Op> take(Op* op);
+  // Removes every op of `ops` in one walk over the block (take searches from the front, so
+  // taking many ops one by one is quadratic); returns them in block order.
+  std::vector<std::unique_ptr<Op>> takeAll(const std::unordered_set<const Op*>& ops);
   // The final `return` / `yield`, or null while the block is being built.
   Op* terminator() const;
 
