@@ -27,9 +27,8 @@ import shutil
 import sys
 import time
 
-import numpy as np
-
 try:
+    import numpy as np
     import onnx
     import onnxruntime  # noqa: F401  (the reference outputs)
     from onnx import numpy_helper
