@@ -47,7 +47,10 @@ void layOut(KernelGroup& group) {
   // A row kernel stores full values per element and row values once per row: nothing else.
   if (rows) {
     for (const Value* out : group.outputs)
-      if (out->type().shape != rows->shape.full() && !passes::isRowShape(out->type().shape, rows->shape)) rows.reset();
+      if (out->type().shape != rows->shape.full() && !passes::isRowShape(out->type().shape, rows->shape)) {
+        rows.reset();  // and stop: `rows` is gone
+        break;
+      }
   }
   if (rows) {
     group.kind = KernelKind::Row;
