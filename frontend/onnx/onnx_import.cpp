@@ -7,6 +7,7 @@
 // second build then makes exactly those constants, so the others stay parameters.
 #include "frontend/onnx/onnx_import.h"
 
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <limits>
@@ -157,20 +158,51 @@ Expected<OnnxModel> buildGraph(const onnx::ModelProto& model, const std::string&
   if (Status s = b.status(); !s) return prefixed(s.error());
 
   const ConverterTable& table = converters();
+  // What converters find they cannot do (an attribute value, a mode) is collected over the whole
+  // graph, so the user hears of all of it at once: a node that cannot be imported poisons its
+  // outputs, and the nodes reading them are skipped (their failure would only be a consequence).
+  std::vector<OnnxUnsupported> found;
+  g.unsupported = &found;
+  std::set<std::string> poisoned;
+  auto poison = [&](const onnx::NodeProto& node) {
+    for (const std::string& out : node.output()) poisoned.insert(out);
+  };
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& node = graph.node(i);
     NodeContext ctx(g, node, i);
+    if (std::any_of(node.input().begin(), node.input().end(), [&](const std::string& in) { return poisoned.count(in) > 0; })) {
+      poison(node);
+      continue;
+    }
+    size_t before = found.size();
     auto it = table.find(node.op_type());
-    if (!isDefaultDomain(node.domain()) || it == table.end()) return prefixed(ctx.unsupported("this op"));
-    // Every kiln op of the node points back at it: run-time errors and `kiln explain` name it.
-    b.setLoc(SourceLoc{source, 0, 0, ctx.where()});
-    Status s = it->second(ctx);
-    if (s && !b.status()) s = b.status();
+    Status s = !isDefaultDomain(node.domain()) || it == table.end() ? Status(ctx.unsupported("this op")) : Status();
+    if (s) {
+      // Every kiln op of the node points back at it: run-time errors and `kiln explain` name it.
+      b.setLoc(SourceLoc{source, 0, 0, ctx.where()});
+      s = it->second(ctx);
+      if (s && !b.status()) s = b.status();
+    }
+    if (!s && found.size() > before) {
+      poison(node);
+      continue;
+    }
     // Builder errors name the kiln op ("reshape: ..."); prefix the node they came from.
     if (!s) {
       const std::string& m = s.error().message();
       return prefixed(m.rfind("node ", 0) == 0 ? s.error() : ctx.error(m));
     }
+  }
+  if (!found.empty()) {
+    // One line per thing kiln lacks, with every node that needs it.
+    std::vector<OnnxUnsupported> merged;
+    for (OnnxUnsupported& u : found) {
+      auto same = std::find_if(merged.begin(), merged.end(), [&](const OnnxUnsupported& m) { return m.what == u.what; });
+      if (same == merged.end()) merged.push_back(std::move(u));
+      else same->nodes.insert(same->nodes.end(), u.nodes.begin(), u.nodes.end());
+    }
+    if (unsupported) *unsupported = merged;
+    return Error(unsupportedMessage(source, merged));
   }
 
   std::vector<Value*> results;
