@@ -2,9 +2,13 @@
 // CPU, the latter through the compile cache.
 #include "codegen/cpu_compiler.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "codegen/cpu_jit.h"
 #include "codegen/cpu_target.h"
 #include "codegen/dump.h"
+#include "codegen/parallel_codegen.h"
 #include "ir/compile_profile.h"
 
 namespace kiln::codegen {
@@ -105,11 +109,20 @@ Expected<CpuObject> compileCpuObject(const Function& function, const CompileOpti
       return result;
     }
   }
-  KILN_TRY(optimizeForCpu(function, options, *c));
-  StageTimer timer(options.profile, "llvm codegen");
-  auto object = emitCpuObject(*c->module, *c->tm);
-  if (!object) return object.error();
-  result.object = std::move(*object);
+  if (!options.dumpDir.empty()) {
+    // A dump shows the function's optimised IR and assembly whole: one module, one thread.
+    KILN_TRY(optimizeForCpu(function, options, *c));
+    StageTimer timer(options.profile, "llvm codegen");
+    auto object = emitCpuObject(*c->module, *c->tm);
+    if (!object) return object.error();
+    result.object = std::move(*object);
+  } else {
+    // The kernels split over every core, each part O3'd and compiled in its own context.
+    StageTimer timer(options.profile, "llvm optimize + codegen (parallel)");
+    auto objects = compileCpuObjects(*c->module, options, std::max(1u, std::thread::hardware_concurrency()));
+    if (!objects) return objects.error();
+    result.object = packObjects(*objects);
+  }
   if (cache) cache->store(key, result.object);
   return result;
 }

@@ -43,7 +43,7 @@ struct CpuObject {
   OptimizedFunction optimized;      // the compiled copy; declared first so it dies last
   std::unique_ptr<BlockPlan> plan;  // points into optimized.function
   std::vector<KernelError> errors;  // what the kernels' error words index
-  std::string object;               // relocatable object for this host, one kernel per plan group
+  std::string object;               // relocatable objects for this host (parallel_codegen.h's packObjects)
   bool fromCache = false;           // true: O3 and codegen were skipped
   KernelSymbols symbols;            // kernels whose code is an identical kernel's (kernel_dedup.h)
 };

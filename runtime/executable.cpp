@@ -4,6 +4,7 @@
 
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_jit.h"
+#include "codegen/parallel_codegen.h"
 #include "ir/compile_profile.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
@@ -76,7 +77,10 @@ Status loadObject(const Function& function, const codegen::CompileOptions& optio
   if (!created) return created.error();
   jit = std::move(*created);
   kernels.clear();
-  KILN_TRY(jit->addObject(object.object, "kiln." + function.name() + ".o"));
+  std::vector<std::string> parts = codegen::unpackObjects(object.object);
+  if (parts.empty()) return Error("a damaged object bundle for @" + function.name());
+  for (size_t i = 0; i < parts.size(); ++i)
+    KILN_TRY(jit->addObject(parts[i], "kiln." + function.name() + "." + std::to_string(i) + ".o"));
   for (const codegen::KernelGroup* group : object.plan->allGroups()) {
     auto fn = jit->lookup(codegen::symbolOf(object.symbols, group->name));
     if (!fn) return fn.error();
