@@ -2,6 +2,7 @@
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/ModuleSlotTracker.h>
 #include <llvm/Support/raw_ostream.h>
 
 namespace kiln::codegen {
@@ -13,10 +14,13 @@ namespace {
 std::string ownerOf(llvm::StringRef name) { return name.split('.').first.str(); }
 
 // Everything a kernel owns, printed, with the kernel's name replaced: equal text, equal code.
-std::string kernelText(const std::string& kernel, const std::vector<llvm::GlobalValue*>& owned) {
+// `slots` is shared by every kernel: a print without one numbers the whole module again, which
+// made finding copies quadratic in the number of kernels.
+std::string kernelText(const std::string& kernel, const std::vector<llvm::GlobalValue*>& owned,
+                       llvm::ModuleSlotTracker& slots) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  for (llvm::GlobalValue* value : owned) value->print(os);
+  for (llvm::GlobalValue* value : owned) value->print(os, slots);
   os.flush();
   std::string normalized;
   normalized.reserve(text.size());
@@ -39,11 +43,12 @@ KernelSymbols deduplicateKernels(llvm::Module& module, const std::vector<const K
 
   KernelSymbols symbols;
   std::unordered_map<std::string, std::string> firstWithText;  // kernel text -> kernel name
+  llvm::ModuleSlotTracker slots(&module);
   for (const KernelGroup* group : groups) {
     llvm::Function* entry = module.getFunction(group->name);
     auto mine = owned.find(group->name);
     if (!entry || entry->isDeclaration() || mine == owned.end()) continue;
-    auto [it, inserted] = firstWithText.emplace(kernelText(group->name, mine->second), group->name);
+    auto [it, inserted] = firstWithText.emplace(kernelText(group->name, mine->second, slots), group->name);
     if (inserted) continue;
     // A copy: its entry's uses (NVPTX's kernel annotations) move to the kept kernel, and
     // everything it owned goes (the entry first: it calls the rest).
