@@ -78,7 +78,12 @@ Expected<PlanReport> reportPlan(const Function& function, const CompileOptions& 
   auto optimized = optimizeFunction(function, options);
   if (!optimized) return optimized.error();
   PlanReport report;
-  report.kernels = reportKernels(*planFunction(*optimized->function), options.target);
+  auto plan = planFunction(*optimized->function);
+  report.kernels = reportKernels(*plan, options.target);
+  for (const Value* v : plan->allConstants()) {
+    ++report.constants;
+    report.constantBytes += v->type().byteSize();
+  }
   report.remarks = std::move(optimized->remarks);
   for (const KernelReport& k : report.kernels) {
     report.bytesRead += k.bytesRead;

@@ -41,6 +41,8 @@ struct PlanReport {
   std::vector<KernelReport> kernels;
   std::vector<passes::Remark> remarks;   // of every pass that ran
   uint64_t bytesRead = 0, bytesWritten = 0;  // summed over kernels (one launch each)
+  // Constant data (weights): buffers the runtime makes once per executable, and their bytes.
+  uint64_t constants = 0, constantBytes = 0;
 };
 
 // Runs optimizeFunction(function, options), plans the copy and reports its kernels. Planning only:

@@ -60,6 +60,9 @@ int run(const Command& c, const Args& args) {
   fmt::print("remarks:{}\n", report->remarks.empty() ? " none" : "");
   for (const passes::Remark& r : report->remarks) printRemark(r);
   fmt::print("{}\n", totalsText(*report));
+  if (report->constants)
+    fmt::print("constant data: {} buffer{}, {} bytes (made once per executable, read by the kernels)\n",
+               report->constants, report->constants == 1 ? "" : "s", report->constantBytes);
   fmt::print("without fusion: {}\n", totalsText(*unfused));
   return kExitOk;
 }
