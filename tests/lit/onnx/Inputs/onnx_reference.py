@@ -86,64 +86,65 @@ def out_size(size, k, s, pb, pe, d, ceil):
     return o - 1 if (o - 1) * s >= size + pb else o
 
 
-def max_pool(x, kernel, strides, pads, dilations=None, ceil=0, storage_order=0):
+def windows(x, kernel, strides, pads, dilations, ceil):
+    """The output shape, then per output position (b, c, o) its taps: (coordinates, real, inside
+    the pads), in row-major window order."""
     n = len(kernel)
     dilations = dilations or [1] * n
     sp = x.shape[2:]
     out = [out_size(sp[i], kernel[i], strides[i], pads[i], pads[i + n], dilations[i], ceil) for i in range(n)]
-    y = np.zeros(x.shape[:2] + tuple(out), x.dtype)
-    idx = np.zeros(y.shape, np.int64)
+
+    def positions():
+        for b, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
+            for o in itertools.product(*map(range, out)):
+                taps = []
+                for t in itertools.product(*map(range, kernel)):
+                    at = [o[i] * strides[i] - pads[i] + t[i] * dilations[i] for i in range(n)]
+                    real = all(0 <= a < sp[i] for i, a in enumerate(at))
+                    inside_pads = all(-pads[i] <= a < sp[i] + pads[i + n] for i, a in enumerate(at))
+                    taps.append((at, real, inside_pads))
+                yield (b, c) + o, taps
+
+    return x.shape[:2] + tuple(out), positions()
+
+
+def max_pool(x, kernel, strides, pads, dilations=None, ceil=0, storage_order=0):
+    n = len(kernel)
+    sp = x.shape[2:]
+    shape, positions = windows(x, kernel, strides, pads, dilations, ceil)
+    y = np.zeros(shape, x.dtype)
+    idx = np.zeros(shape, np.int64)
     mult = [int(np.prod(sp[i + 1:])) if not storage_order else int(np.prod(sp[:i])) for i in range(n)]
-    for b, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
-        for o in itertools.product(*map(range, out)):
-            best, where = None, None
-            for t in itertools.product(*map(range, kernel)):
-                at = [o[i] * strides[i] - pads[i] + t[i] * dilations[i] for i in range(n)]
-                if any(a < 0 or a >= sp[i] for i, a in enumerate(at)):
-                    continue
-                v = x[(b, c) + tuple(at)]
-                if best is None or v > best or (np.isnan(v) and not np.isnan(best)):
-                    best, where = v, at
-            y[(b, c) + o] = best
-            idx[(b, c) + o] = (b * x.shape[1] + c) * int(np.prod(sp)) + sum(a * m for a, m in zip(where, mult))
+    for where_out, taps in positions:
+        best, where = None, None
+        for at, real, _ in taps:
+            if not real:
+                continue
+            v = x[where_out[:2] + tuple(at)]
+            if best is None or v > best or (np.isnan(v) and not np.isnan(best)):
+                best, where = v, at
+        b, c = where_out[:2]
+        y[where_out] = best
+        idx[where_out] = (b * x.shape[1] + c) * int(np.prod(sp)) + sum(a * m for a, m in zip(where, mult))
     return y, idx
 
 
 def avg_pool(x, kernel, strides, pads, ceil=0, count_include_pad=0, dilations=None):
-    n = len(kernel)
-    dilations = dilations or [1] * n
-    sp = x.shape[2:]
-    out = [out_size(sp[i], kernel[i], strides[i], pads[i], pads[i + n], dilations[i], ceil) for i in range(n)]
-    y = np.zeros(x.shape[:2] + tuple(out))
-    for b, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
-        for o in itertools.product(*map(range, out)):
-            total, count = 0.0, 0
-            for t in itertools.product(*map(range, kernel)):
-                at = [o[i] * strides[i] - pads[i] + t[i] * dilations[i] for i in range(n)]
-                inside_pads = all(-pads[i] <= a < sp[i] + pads[i + n] for i, a in enumerate(at))
-                real = all(0 <= a < sp[i] for i, a in enumerate(at))
-                if real:
-                    total += x[(b, c) + tuple(at)]
-                count += real or (count_include_pad and inside_pads)
-            y[(b, c) + o] = total / count
+    shape, positions = windows(x, kernel, strides, pads, dilations, ceil)
+    y = np.zeros(shape)
+    for where_out, taps in positions:
+        total = sum(float(x[where_out[:2] + tuple(at)]) for at, real, _ in taps if real)
+        count = sum(1 for _, real, inside in taps if real or (count_include_pad and inside))
+        y[where_out] = total / count
     return y
 
 
 def lp_pool(x, kernel, strides, pads, p, dilations=None, ceil=0):
     """LpPool: (sum over the window's real elements of |x|^p)^(1/p); padding adds nothing."""
-    n = len(kernel)
-    dilations = dilations or [1] * n
-    sp = x.shape[2:]
-    out = [out_size(sp[i], kernel[i], strides[i], pads[i], pads[i + n], dilations[i], ceil) for i in range(n)]
-    y = np.zeros(x.shape[:2] + tuple(out))
-    for b, c in itertools.product(range(x.shape[0]), range(x.shape[1])):
-        for o in itertools.product(*map(range, out)):
-            total = 0.0
-            for t in itertools.product(*map(range, kernel)):
-                at = [o[i] * strides[i] - pads[i] + t[i] * dilations[i] for i in range(n)]
-                if all(0 <= a < sp[i] for i, a in enumerate(at)):
-                    total += abs(float(x[(b, c) + tuple(at)])) ** p
-            y[(b, c) + o] = total ** (1.0 / p)
+    shape, positions = windows(x, kernel, strides, pads, dilations, ceil)
+    y = np.zeros(shape)
+    for where_out, taps in positions:
+        y[where_out] = sum(abs(float(x[where_out[:2] + tuple(at)])) ** p for at, real, _ in taps if real) ** (1.0 / p)
     return y
 
 
