@@ -61,6 +61,17 @@ std::string CompileProfile::table() const {
   return out + fmt::format("{:<32} {:>10.1f}\n", "total", total);
 }
 
+std::string CompileProfile::json() const {
+  std::string out = "{\"stages\": [";
+  bool first = true;
+  for (const StageRecord& s : stages()) {
+    out += fmt::format("{}{{\"name\": \"{}\", \"ms\": {:.3f}, \"peak_mb\": {:.1f}}}", first ? "" : ", ", s.name,
+                       s.milliseconds, static_cast<double>(s.peakRssBytes) / (1 << 20));
+    first = false;
+  }
+  return out + fmt::format("], \"total_ms\": {:.3f}}}\n", totalMilliseconds());
+}
+
 StageTimer::StageTimer(CompileProfile* profile, std::string name)
     : profile_(profile), name_(std::move(name)), start_(std::chrono::steady_clock::now()) {
   if (profile_) resetPeakResident();

@@ -26,6 +26,8 @@ class CompileProfile {
   double totalMilliseconds() const;
   // The table `kiln compile --time-passes` prints: stage, ms, % of the total, peak MB.
   std::string table() const;
+  // The same as one JSON line: {"stages": [{"name": ..., "ms": ..., "peak_mb": ...}, ...], "total_ms": ...}
+  std::string json() const;
 
  private:
   mutable std::mutex mutex_;  // kernels compile on several threads

@@ -367,13 +367,15 @@ Expected<TensorType> pool2dType(const Op& op, const TensorType& x) {
     constexpr int64_t kMaxEdgeWindows = int64_t{1} << 20;
     if (leading > kMaxEdgeWindows || outputs - trailing > kMaxEdgeWindows)
       return Error("pads " + Attr::ints(pads).str() + " are too large for a pool");
-    std::vector<int64_t> edge;
-    for (int64_t o = 0; o < leading; ++o) edge.push_back(o);
-    for (int64_t o = std::max(leading, trailing); o < outputs; ++o) edge.push_back(o);
-    for (int64_t o : edge)
-      if (!real(o))
-        return Error(fmt::format("window {} along axis {} lies entirely in the padding (pads {}, dilations {})", o,
-                                 2 + axis, Attr::ints(pads).str(), Attr::ints(dil).str()));
+    auto check = [&](int64_t from, int64_t to) -> Status {
+      for (int64_t o = from; o < to; ++o)
+        if (!real(o))
+          return Error(fmt::format("window {} along axis {} lies entirely in the padding (pads {}, dilations {})", o,
+                                   2 + axis, Attr::ints(pads).str(), Attr::ints(dil).str()));
+      return {};
+    };
+    KILN_TRY(check(0, leading));
+    KILN_TRY(check(std::max(leading, trailing), outputs));
   }
   return TensorType{x.dtype, {x.shape[0], x.shape[1], h, w}};
 }

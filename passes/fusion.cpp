@@ -94,18 +94,21 @@ class BlockFuser {
   // merges sorted runs (sorting the whole union again at every step of growing a kernel was most
   // of the fusion pass's time on long chains).
   std::vector<const Op*> unionOf(const std::vector<size_t>& merged, const std::vector<Op*>& extra) const {
-    auto earlier = [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); };
     std::vector<const Op*> ops;
-    for (size_t k : merged) {
-      size_t middle = ops.size();
-      ops.insert(ops.end(), groups_[k].ops.begin(), groups_[k].ops.end());
-      std::inplace_merge(ops.begin(), ops.begin() + static_cast<ptrdiff_t>(middle), ops.end(), earlier);
-    }
-    size_t middle = ops.size();
-    ops.insert(ops.end(), extra.begin(), extra.end());
-    std::sort(ops.begin() + static_cast<ptrdiff_t>(middle), ops.end(), earlier);
-    std::inplace_merge(ops.begin(), ops.begin() + static_cast<ptrdiff_t>(middle), ops.end(), earlier);
+    for (size_t k : merged) mergeIn(ops, groups_[k].ops);
+    mergeIn(ops, extra);
     return ops;
+  }
+
+  // Appends `more` to `ops`, which is in program order, keeping that order: `more` is sorted on
+  // its own (a group already is), then the two sorted runs are merged.
+  template <class T, class U>
+  void mergeIn(std::vector<T*>& ops, const std::vector<U*>& more) const {
+    auto earlier = [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); };
+    auto middle = static_cast<ptrdiff_t>(ops.size());
+    ops.insert(ops.end(), more.begin(), more.end());
+    std::sort(ops.begin() + middle, ops.end(), earlier);
+    std::inplace_merge(ops.begin(), ops.begin() + middle, ops.end(), earlier);
   }
 
   // Why groups `merged` plus ops `extra` may not be one kernel, or "" if they may (and `kind` is
@@ -264,16 +267,8 @@ class BlockFuser {
   }
 
   void absorb(size_t g, std::vector<Op*> ops, FusionKind kind) {
-    std::vector<Op*>& members = groups_[g].ops;
-    size_t middle = members.size();
-    for (Op* op : ops) {
-      members.push_back(op);
-      groupOf_[op] = g;
-    }
-    // The group stays sorted by position: sort the newcomers, merge them in.
-    auto earlier = [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); };
-    std::sort(members.begin() + static_cast<ptrdiff_t>(middle), members.end(), earlier);
-    std::inplace_merge(members.begin(), members.begin() + static_cast<ptrdiff_t>(middle), members.end(), earlier);
+    for (Op* op : ops) groupOf_[op] = g;
+    mergeIn(groups_[g].ops, ops);  // the group stays in program order
     groups_[g].kind = kind;
   }
 
@@ -307,21 +302,13 @@ class BlockFuser {
     for (size_t g : candidatesToMerge) {
       if (g == into) continue;
       if (groups_[into].ops.size() + groups_[g].ops.size() > kMaxOpsPerKernel) {
-        sortByPosition(groups_[into].ops);
         into = g;
         continue;
       }
-      for (Op* op : groups_[g].ops) {
-        groups_[into].ops.push_back(op);
-        groupOf_[op] = into;
-      }
+      for (Op* op : groups_[g].ops) groupOf_[op] = into;
+      mergeIn(groups_[into].ops, groups_[g].ops);
       groups_[g].ops.clear();
     }
-    sortByPosition(groups_[into].ops);
-  }
-
-  void sortByPosition(std::vector<Op*>& ops) const {
-    std::sort(ops.begin(), ops.end(), [&](const Op* a, const Op* b) { return position_.at(a) < position_.at(b); });
   }
 
   // Moves the group's ops into a new fusion op; returns whether it made one.

@@ -32,7 +32,8 @@ Executable::Executable(std::unique_ptr<Module> module, const Function* function,
     : module_(std::move(module)),
       function_(function),
       plan_(std::move(plan)),
-      bufferPlan_(BufferPlan::build(*function_, *plan_)) {}
+      bufferPlan_(BufferPlan::build(*function_, *plan_)),
+      constants_(plan_->allConstants()) {}
 
 #if KILN_HAVE_CUDA
 Executable::Executable(std::unique_ptr<cuda::Program> program)

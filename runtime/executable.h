@@ -144,6 +144,7 @@ class Executable {
   const Function* function_;
   std::unique_ptr<codegen::BlockPlan> plan_;
   BufferPlan bufferPlan_;  // of plan_
+  std::vector<const Value*> constants_;  // plan_'s constant data, which every run points at
   std::unique_ptr<codegen::CpuJit> jit_;
   std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;
   std::vector<codegen::KernelError> errors_;

@@ -108,7 +108,7 @@ class ExecutionContext {
     for (const Value* v : plan.resultValues()) results_.emplace(v, Tensor(v->type()));
     // Constant data is read where the executable's IR holds it (16-byte aligned, as Tensor bytes
     // come from operator new): no copy per run.
-    for (const Value* v : exe.plan_->allConstants())
+    for (const Value* v : exe.constants_)
       borrow(v, static_cast<const uint8_t*>(v->definingOp()->attr("value").getDense().data()));
   }
   // A run that failed part way still waits for the reductions it started: they write its arena.

@@ -17,17 +17,6 @@ namespace {
 
 using codegen::CompileOptions;
 
-// {"stages": [{"name": ..., "ms": ..., "peak_mb": ...}, ...], "total_ms": ...}
-std::string profileJson(const CompileProfile& profile) {
-  std::string out = "{\"stages\": [";
-  bool first = true;
-  for (const StageRecord& s : profile.stages()) {
-    out += fmt::format("{}{{\"name\": \"{}\", \"ms\": {:.3f}, \"peak_mb\": {:.1f}}}", first ? "" : ", ", s.name,
-                       s.milliseconds, static_cast<double>(s.peakRssBytes) / (1 << 20));
-    first = false;
-  }
-  return out + fmt::format("], \"total_ms\": {:.3f}}}\n", profile.totalMilliseconds());
-}
 using codegen::Target;
 
 int run(const Command& c, const Args& args) {
@@ -61,7 +50,7 @@ int run(const Command& c, const Args& args) {
     bool json;
     ~Report() {
       if (!profile) return;
-      if (json) fmt::print("{}", profileJson(*profile));
+      if (json) fmt::print("{}", profile->json());
       else fmt::print(stderr, "{}", profile->table());
     }
   } report{options.profile, json};

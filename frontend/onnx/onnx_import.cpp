@@ -225,14 +225,6 @@ Expected<OnnxModel> buildGraph(const onnx::ModelProto& model, const std::string&
   return out;
 }
 
-}  // namespace
-
-bool onnxImportAvailable() { return true; }
-
-bool isOnnxPath(std::string_view path) { return path.size() >= 5 && path.substr(path.size() - 5) == ".onnx"; }
-
-namespace {
-
 Expected<OnnxModel> importParsed(const onnx::ModelProto& model, const std::string& source,
                                  const OnnxImportOptions& options, std::vector<OnnxUnsupported>* unsupported) {
   if (!model.has_graph()) return Error(source + ": the ONNX model has no graph");
@@ -258,6 +250,10 @@ Expected<OnnxModel> importParsed(const onnx::ModelProto& model, const std::strin
 }
 
 }  // namespace
+
+bool onnxImportAvailable() { return true; }
+
+bool isOnnxPath(std::string_view path) { return path.size() >= 5 && path.substr(path.size() - 5) == ".onnx"; }
 
 Expected<OnnxModel> importOnnxModel(std::string_view bytes, const std::string& source, const OnnxImportOptions& options,
                                     std::vector<OnnxUnsupported>* unsupported) {

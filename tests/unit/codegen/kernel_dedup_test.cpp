@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "codegen/compile_stages.h"
+#include "tests/unit/codegen/cpu_test_util.h"
 #include "kiln.h"
 #include "runtime/cuda/context.h"
 
@@ -28,14 +29,8 @@ constexpr const char* kBlocks = R"(func @main(%x: f32[8,64], %w1: f32[64,64], %w
 }
 )";
 
-std::unique_ptr<Module> parse(const std::string& text) {
-  auto m = parseModule(text, "blocks.kiln");
-  EXPECT_TRUE(m.ok()) << m.error().str();
-  return m.ok() ? std::move(*m) : nullptr;
-}
-
 TEST(KernelDedup, RepeatedBlocksShareOneKernel) {
-  auto m = parse(kBlocks);
+  auto m = test::parseOrFail(kBlocks);
   ASSERT_TRUE(m);
   for (Target target : {Target::Cpu, Target::Cuda}) {
     CompileOptions options;
@@ -53,7 +48,7 @@ TEST(KernelDedup, RepeatedBlocksShareOneKernel) {
 }
 
 TEST(KernelDedup, SharedKernelsComputeEachBlocksOwnValues) {
-  auto m = parse(kBlocks);
+  auto m = test::parseOrFail(kBlocks);
   ASSERT_TRUE(m);
   const Function& f = *m->entry();
   std::vector<Tensor> inputs = randomInputs(f, 11);
