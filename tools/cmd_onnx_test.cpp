@@ -231,7 +231,7 @@ int run(const Command& c, const Args& args) {
 }  // namespace
 
 Command onnxTestCommand() {
-  Command c{"onnx-test", "run ONNX backend node tests (model.onnx + test_data_set_*)",
+  Command c{"onnx-test", "run ONNX backend tests (model.onnx + test_data_set_*)",
             "kiln onnx-test DIR... [--backend interp|cpu|cuda] [--jobs N] [--timeout S] [--tests FILE]\n"
             "                     [--expect-pass FILE]",
             "Runs ONNX backend tests: each DIR is a test folder (model.onnx and test_data_set_*/input_*.pb,\n"
