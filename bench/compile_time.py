@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Compile-time benchmark over synthetic graphs: time per op from 100 to 100k ops.
 
-  compile_time.py [--kiln PATH] [--target cpu|cuda] [--shapes chain,wide,residual]
+  compile_time.py [--kiln PATH] [--target cpu|cuda] [--emit none|asm|ptx] [--shapes chain,wide,residual]
                   [--sizes 100,1000,10000,100000] [--timeout S] [--json] [--check]
                   [--min-stage-ms MS] [--keep DIR]
 
 For each graph shape and size it writes a .kiln file with about that many op statements, runs
-`kiln compile FILE --target T --time-passes --json` with KILN_CACHE_DIR=off (so nothing comes
-from the compile cache) and prints a table: ops, kernels, the compiler's total ms, the process'
+`kiln compile FILE --target T --emit none --time-passes --json` (the compile a run does: one
+object or PTX module per distinct kernel, on every core; --emit asm or ptx times the one-module,
+one-thread compile that prints code) with KILN_CACHE_DIR=off (so nothing comes from the compile
+cache) and prints a table: ops, distinct kernels, the compiler's total ms, the process'
 wall ms and max RSS, microseconds per op, peak MB and the three slowest stages. Then, per
 shape, the per-op time at the largest size that finished over the per-op time at 1k ops,
 against the goal (at most 2x from 1k to 100k ops), and the stages whose own per-op time grows
@@ -208,12 +210,14 @@ def count_kernels(code_path, target):
         return None
 
 
-def compile_one(kiln, path, target, timeout_s):
+def compile_one(kiln, path, target, timeout_s, emit):
     """Compiles one file; returns a result dict (status ok, timeout or error; wall ms and max
     RSS always, the compiler's stages, total and kernel count when ok)."""
     base = os.path.splitext(path)[0]
     code = base + (".s" if target == "cpu" else ".ptx")
-    cmd = [kiln, "compile", path, "--target", target, "--time-passes", "--json", "-o", code]
+    cmd = [kiln, "compile", path, "--target", target, "--emit", emit, "--time-passes", "--json"]
+    if emit != "none":
+        cmd += ["-o", code]
     env = dict(os.environ, KILN_CACHE_DIR="off")
     rc, wall, rss = run_child(cmd, env, timeout_s, base + ".out", base + ".err")
     result = {"wall_ms": round(wall * 1e3, 3), "max_rss_mb": round(rss, 1)}
@@ -228,8 +232,10 @@ def compile_one(kiln, path, target, timeout_s):
             report = json.load(f)
     except ValueError as e:
         return dict(result, status="error", rc=rc, message=f"no JSON report on stdout ({e})")
+    counts = report.get("counts", {})
+    kernels = counts.get("distinct kernels") if emit == "none" else count_kernels(code, target)
     return dict(result, status="ok", total_ms=report["total_ms"], stages=report["stages"],
-                kernels=count_kernels(code, target))
+                kernels=kernels, counts=counts)
 
 
 def check_file(kiln, path):
@@ -317,6 +323,9 @@ def parse_args():
     p.add_argument("--kiln", default=os.path.join(REPO, "build", "tools", "kiln"),
                    help="kiln binary (default: build/tools/kiln under the repo root)")
     p.add_argument("--target", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--emit", choices=("none", "asm", "ptx"), default="none",
+                   help="none (default): the runtime's compile, each distinct kernel on its own and in "
+                        "parallel; asm/ptx: the whole function as one module on one thread")
     p.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated: " + ", ".join(SHAPES))
     p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
                    help="comma-separated op counts")
@@ -341,7 +350,7 @@ def parse_args():
 
 def run(args, workdir):
     table = sys.stderr if args.json else sys.stdout
-    print(f"kiln compile --target {args.target} --time-passes (KILN_CACHE_DIR=off), "
+    print(f"kiln compile --target {args.target} --emit {args.emit} --time-passes (KILN_CACHE_DIR=off), "
           f"timeout {args.timeout:g} s; kiln: {args.kiln}", file=table)
     print_header(table)
     by_shape = {}
@@ -356,7 +365,7 @@ def run(args, workdir):
                 r = {"status": "invalid", "message": error.splitlines()[-1],
                      "wall_ms": 0.0, "max_rss_mb": 0.0}
             else:
-                r = compile_one(args.kiln, path, args.target, args.timeout)
+                r = compile_one(args.kiln, path, args.target, args.timeout, args.emit)
             r.update(shape=shape, size=size, ops=ops, target=args.target)
             if r["status"] == "ok":
                 r["us_per_op"] = r["total_ms"] * 1e3 / ops

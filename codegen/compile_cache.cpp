@@ -46,12 +46,20 @@ std::optional<std::string> checkedPayload(const std::string& file) {
 }
 }  // namespace
 
+namespace {
+// What every key starts with. Dumps do not change the artifact, so dumpDir is not part of it.
+std::string keyHeader(const CompileOptions& options, const std::string& artifact) {
+  return fmt::format("{}\nLLVM {}\ntarget={} arch={} fast-math={}\nartifact={}\n", kCompilerVersion,
+                     LLVM_VERSION_STRING, targetName(options.target), options.gpuArch, options.fastMath, artifact);
+}
+}  // namespace
+
 std::string cacheKey(const Function& function, const CompileOptions& options, const std::string& artifact) {
-  // Dumps do not change the artifact, so dumpDir is not part of the key.
-  std::string text = fmt::format("{}\nLLVM {}\ntarget={} arch={} fast-math={}\nartifact={}\n{}", kCompilerVersion,
-                                 LLVM_VERSION_STRING, targetName(options.target), options.gpuArch, options.fastMath,
-                                 artifact, printFunction(function, kHashedConstants));
-  return sha256Hex(text);
+  return sha256Hex(keyHeader(options, artifact) + printFunction(function, kHashedConstants));
+}
+
+std::string unitCacheKey(const CompileOptions& options, const std::string& artifact, const std::string& bitcode) {
+  return sha256Hex(keyHeader(options, artifact) + "unit bitcode\n" + bitcode);
 }
 
 CompileCache& CompileCache::global() {

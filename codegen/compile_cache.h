@@ -21,6 +21,11 @@ namespace kiln::codegen {
 // value names chosen by the user only as far as the printer does.
 std::string cacheKey(const Function& function, const CompileOptions& options, const std::string& artifact);
 
+// Hex SHA-256 of (kiln version, LLVM version, options, `artifact`, a kernel unit's `bitcode`): the
+// key of one kernel's object or PTX (kernel_units.h). The bitcode is all the code the kernel is
+// made of, so neither the rest of the function nor its constants' values are part of it.
+std::string unitCacheKey(const CompileOptions& options, const std::string& artifact, const std::string& bitcode);
+
 class CompileCache {
  public:
   // `directory` empty: memory only.

@@ -33,7 +33,7 @@ Expected<CompiledStages> compileCpuStages(const Function& function, const Compil
 
 Expected<CompiledStages> compileStages(const Function& original, const CompileOptions& options, CompileCache* cache) {
   if (options.target == Target::Cpu) return compileCpuStages(original, options);
-  auto c = compileForCuda(original, options, cache);
+  auto c = compileForCuda(original, options, cache, PtxLayout::Whole);
   if (!c) return c.error();
   CompiledStages stages;
   stages.kiln = kiln::printFunction(*c->optimized.function, kSummaryPrint);
@@ -42,7 +42,7 @@ Expected<CompiledStages> compileStages(const Function& original, const CompileOp
   stages.symbols = std::move(c->symbols);
   stages.unoptimizedIR = std::move(c->unoptimizedIR);
   stages.optimizedIR = std::move(c->optimizedIR);
-  stages.code = std::move(c->ptx);
+  stages.code = std::move(c->modules.at(0).ptx);
   return stages;
 }
 

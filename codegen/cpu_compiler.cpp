@@ -1,9 +1,6 @@
 // compileForCpu and compileCpuObject: plan, emit, optimise (and dump) a function for the host
-// CPU, the latter through the compile cache.
+// CPU, the latter kernel by kernel through the compile cache.
 #include "codegen/cpu_compiler.h"
-
-#include <algorithm>
-#include <thread>
 
 #include "codegen/cpu_jit.h"
 #include "codegen/cpu_target.h"
@@ -17,7 +14,8 @@ namespace {
 
 // Passes, plan and emit; with a dump dir, write the passes' IR, kernels.txt and the unoptimised IR.
 // Everything after the passes works on the optimised copy, never on the caller's function.
-Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptions& options) {
+// `printIr`: keep the emitted module's text (for stages and dumps; the runtime does not need it).
+Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptions& options, bool printIr) {
   CpuCompilation c;
   auto optimized = optimizeFunction(original, options);
   if (!optimized) return optimized.error();
@@ -27,6 +25,7 @@ Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptio
     StageTimer timer(options.profile, "plan");
     c.plan = planFunction(function);
   }
+  countInProfile(options.profile, "kernels", c.plan->allGroups().size());
   auto tm = createHostTargetMachine(options);
   if (!tm) return tm.error();
   c.tm = std::move(*tm);
@@ -38,7 +37,7 @@ Expected<CpuCompilation> emitForCpu(const Function& original, const CompileOptio
     StageTimer timer(options.profile, "llvm emit");
     c.errors = emitKernels(*c.module, target, *c.plan);
     c.symbols = deduplicateKernels(*c.module, c.plan->allGroups());
-    c.unoptimizedIr = printModule(*c.module);
+    if (printIr) c.unoptimizedIr = printModule(*c.module);
   }
   // The dump layout is codegen/dump.h's, shared with the NVPTX path.
   if (!options.dumpDir.empty()) {
@@ -66,64 +65,76 @@ Status optimizeForCpu(const Function& function, const CompileOptions& options, C
 }  // namespace
 
 Expected<CpuCompilation> compileForCpu(const Function& function, const CompileOptions& options) {
-  auto c = emitForCpu(function, options);
+  auto c = emitForCpu(function, options, /*printIr=*/true);
   if (!c) return c.error();
   KILN_TRY(optimizeForCpu(function, options, *c));
   return c;
 }
 
 namespace {
-// The emitted LLVM IR is part of the key: a kiln whose emitter changed must not reuse objects
-// compiled from the old IR, even for the same kiln text.
-std::string objectKey(const Function& function, const CompileOptions& options, const std::string& emittedIr) {
-  return cacheKey(function, options, "cpu-object " + hostCpuDescription() + "\n" + emittedIr);
+
+// Each kernel's object is keyed by its unit's bitcode and this CPU: a kiln whose emitter changed,
+// or another machine, never reuses an object made from other IR or for another CPU.
+std::vector<std::string> objectKeys(const std::vector<KernelUnit>& units, const CompileOptions& options) {
+  std::string artifact = "cpu-object " + hostCpuDescription();
+  std::vector<std::string> keys;
+  for (const KernelUnit& unit : units) keys.push_back(unitCacheKey(options, artifact, unit.bitcode));
+  return keys;
 }
+
+// One thread's compiler: O3 and an object file, with a TargetMachine of its own.
+Expected<UnitCompiler> makeObjectCompiler(const CompileOptions& options) {
+  auto tm = createHostTargetMachine(options);
+  if (!tm) return tm.error();
+  std::shared_ptr<llvm::TargetMachine> machine = std::move(*tm);
+  return UnitCompiler([machine](llvm::Module& unit) -> Expected<std::string> {
+    KILN_TRY(optimizeModule(unit, *machine));
+    return emitCpuObject(unit, *machine);
+  });
+}
+
 }  // namespace
 
-std::string cpuObjectCacheKey(const Function& function, const CompileOptions& options) {
-  auto c = emitForCpu(function, options);
-  return c ? objectKey(*c->optimized.function, options, c->unoptimizedIr) : std::string();
+std::vector<std::string> cpuObjectCacheKeys(const Function& function, const CompileOptions& options) {
+  auto c = emitForCpu(function, options, /*printIr=*/false);
+  return c ? objectKeys(splitKernelUnits(*c->module), options) : std::vector<std::string>();
 }
 
 Expected<CpuObject> compileCpuObject(const Function& function, const CompileOptions& options, CompileCache* cache,
                                      bool refresh) {
   // Plan and emit always run: they are cheap next to O3 and codegen, and give the error table.
-  auto c = emitForCpu(function, options);
+  auto c = emitForCpu(function, options, /*printIr=*/!options.dumpDir.empty());
   if (!c) return c.error();
   CpuObject result;
-  // The key hashes the optimised copy: what was planned and emitted.
-  std::string key;
-  if (cache) {
-    StageTimer timer(options.profile, "cache key");
-    key = objectKey(*c->optimized.function, options, c->unoptimizedIr);
-  }
   result.optimized = std::move(c->optimized);
   result.plan = std::move(c->plan);
   result.errors = std::move(c->errors);
   result.symbols = std::move(c->symbols);
-  // With a dump dir the cache is not read, so that every stage is dumped; the result is stored.
-  if (cache && !refresh && options.dumpDir.empty()) {
-    if (auto hit = cache->lookup(key)) {
-      result.object = std::move(*hit);
-      result.fromCache = true;
-      return result;
-    }
-  }
   if (!options.dumpDir.empty()) {
-    // A dump shows the function's optimised IR and assembly whole: one module, one thread.
+    // A dump shows the function's optimised IR and assembly whole: one module, one thread, and
+    // no cache, so that every stage is dumped.
     KILN_TRY(optimizeForCpu(function, options, *c));
     StageTimer timer(options.profile, "llvm codegen");
     auto object = emitCpuObject(*c->module, *c->tm);
     if (!object) return object.error();
-    result.object = std::move(*object);
-  } else {
-    // The kernels split over every core, each part O3'd and compiled in its own context.
-    StageTimer timer(options.profile, "llvm optimize + codegen (parallel)");
-    auto objects = compileCpuObjects(*c->module, options, std::max(1u, std::thread::hardware_concurrency()));
-    if (!objects) return objects.error();
-    result.object = packObjects(*objects);
+    result.objects.push_back(std::move(*object));
+    return result;
   }
-  if (cache) cache->store(key, result.object);
+  std::vector<KernelUnit> units;
+  std::vector<std::string> keys;
+  {
+    StageTimer timer(options.profile, "cache key");
+    units = splitKernelUnits(*c->module);
+    if (cache) keys = objectKeys(units, options);
+    else keys.resize(units.size());
+  }
+  // Each kernel is looked up on its own; the misses split over every core.
+  StageTimer timer(options.profile, "llvm optimize + codegen (parallel)");
+  auto compiled =
+      compileUnits(units, keys, cache, refresh, [&] { return makeObjectCompiler(options); }, options.profile);
+  if (!compiled) return compiled.error();
+  result.objects = std::move(compiled->artifacts);
+  result.objectsFromCache = compiled->fromCache;
   return result;
 }
 

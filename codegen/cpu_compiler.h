@@ -43,20 +43,21 @@ struct CpuObject {
   OptimizedFunction optimized;      // the compiled copy; declared first so it dies last
   std::unique_ptr<BlockPlan> plan;  // points into optimized.function
   std::vector<KernelError> errors;  // what the kernels' error words index
-  std::string object;               // relocatable objects for this host (parallel_codegen.h's packObjects)
-  bool fromCache = false;           // true: O3 and codegen were skipped
+  std::vector<std::string> objects; // relocatable objects for this host: one per distinct kernel
+  size_t objectsFromCache = 0;      // how many of them the cache had (O3 and codegen skipped)
   KernelSymbols symbols;            // kernels whose code is an identical kernel's (kernel_dedup.h)
 };
 
-// The cache key of `function`'s host object: the optimised copy's text and emitted IR, options, and
-// this CPU's name, features and triple. Empty if the passes fail.
-std::string cpuObjectCacheKey(const Function& function, const CompileOptions& options);
+// The cache keys of `function`'s host objects, one per distinct kernel (kernel_units.h): the
+// kernel's emitted IR, options, and this CPU's name, features and triple. Empty if the passes fail.
+std::vector<std::string> cpuObjectCacheKeys(const Function& function, const CompileOptions& options);
 
-// Optimises, plans and emits `function` (always: the plan and error table are needed either way), then takes
-// the object from `cache` if it has one; else runs O3, emits the object and stores it there.
-// `cache` null: no cache. `refresh`: skip the lookup and overwrite the entry (the JIT rejected the
-// cached object). With options.dumpDir set the cache is not read, so every stage is dumped (as
-// compileForCpu does); the fresh object is still stored.
+// Optimises, plans and emits `function` (always: the plan and error table are needed either way),
+// then takes each distinct kernel's object from `cache` if it has it, and compiles the others in
+// parallel (parallel_codegen.h) and stores them: a change to one layer recompiles that layer's
+// kernels only. `cache` null: no cache. `refresh`: skip the lookups and overwrite the entries (the
+// JIT rejected a cached object). With options.dumpDir set the whole module is compiled as one
+// object on one thread, as compileForCpu does, and the cache is neither read nor written.
 Expected<CpuObject> compileCpuObject(const Function& function, const CompileOptions& options, CompileCache* cache,
                                      bool refresh = false);
 

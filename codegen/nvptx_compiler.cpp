@@ -66,8 +66,8 @@ Expected<llvm::MemoryBufferRef> libdeviceBytes(const std::string& path) {
 
 }  // namespace
 
-Expected<std::string> libdeviceFingerprint(const llvm::Module& module) {
-  if (!callsLibdevice(module)) return std::string();
+namespace {
+Expected<std::string> fingerprintLibdevice() {
   auto path = findLibdevice();
   if (!path) return path.error();
   auto bytes = libdeviceBytes(*path);
@@ -82,6 +82,17 @@ Expected<std::string> libdeviceFingerprint(const llvm::Module& module) {
     it = digests.emplace(*path, "libdevice " + *path + " " + hex).first;
   }
   return it->second;
+}
+}  // namespace
+
+Expected<std::string> libdeviceFingerprint(const llvm::Module& module) {
+  return callsLibdevice(module) ? fingerprintLibdevice() : Expected<std::string>(std::string());
+}
+
+Expected<std::string> libdeviceFingerprint(const std::vector<std::string>& declared) {
+  for (const std::string& name : declared)
+    if (llvm::StringRef(name).starts_with("__nv_")) return fingerprintLibdevice();
+  return std::string();
 }
 
 namespace {

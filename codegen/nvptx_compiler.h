@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codegen/compile_options.h"
 #include "codegen/gpu_arch.h"
@@ -49,6 +50,8 @@ class NvptxCompiler {
 // module calls no __nv_* function, else libdevice's path and content hash (a toolkit upgrade or
 // another KILN_CUDA_HOME is then a miss). Fails as optimize() would if libdevice is missing.
 Expected<std::string> libdeviceFingerprint(const llvm::Module& module);
+// The same for a kernel unit (kernel_units.h), from the functions it declares.
+Expected<std::string> libdeviceFingerprint(const std::vector<std::string>& declared);
 
 // configure + optimize + emitPtx for a module whose triple and layout may still be unset.
 Expected<std::string> compileToPtx(llvm::Module& module, const CompileOptions& options);

@@ -1,27 +1,37 @@
-// Host code for a module on several threads: the module is split into parts (each kernel with the
-// internal functions and tables it uses stays whole), each part goes to its own LLVM context and
-// thread for O3 and code generation, and the result is one relocatable object per part. A cache
-// entry holds the objects of one function together (packObjects).
+// A function's kernel units (kernel_units.h) through the compile cache and onto every core: each
+// unit's artifact (an object file, PTX) is looked up under its own key, and the misses compile in
+// parallel, each thread with its own LLVM context and TargetMachine.
 #pragma once
 
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "codegen/compile_options.h"
+#include "codegen/compile_cache.h"
+#include "codegen/kernel_units.h"
+#include "ir/compile_profile.h"
 #include "ir/status.h"
 
 namespace kiln::codegen {
 
-// O3 and object code for `module` (triple and data layout set) on up to `threads` threads; one
-// object per part, a single one when there is one thread or one kernel. `module` is consumed.
-Expected<std::vector<std::string>> compileCpuObjects(llvm::Module& module, const CompileOptions& options,
-                                                     unsigned threads);
+// Optimises one unit's module (read into the calling thread's context) and generates its artifact.
+using UnitCompiler = std::function<Expected<std::string>(llvm::Module& unit)>;
+// Makes one thread's UnitCompiler: TargetMachines are not shared between threads.
+using UnitCompilerFactory = std::function<Expected<UnitCompiler>()>;
 
-// Several objects as one cache entry; a single object is stored as it is.
-std::string packObjects(const std::vector<std::string>& objects);
-// The objects of an entry made by packObjects; empty when the entry is damaged.
-std::vector<std::string> unpackObjects(const std::string& entry);
+struct CompiledUnits {
+  std::vector<std::string> artifacts;  // one per unit, in unit order
+  size_t fromCache = 0;                // how many of them the cache had
+};
+
+// Looks every unit up in `cache` by `keys[i]` (null cache: none; `refresh`: look nothing up, as
+// when a cached artifact was rejected), compiles the rest on up to the machine's core count of
+// threads and stores them. The first failing unit, in unit order, gives the error. `profile`
+// (may be null) counts the "distinct kernels" and the "kernels from the cache".
+Expected<CompiledUnits> compileUnits(const std::vector<KernelUnit>& units, const std::vector<std::string>& keys,
+                                     CompileCache* cache, bool refresh, const UnitCompilerFactory& makeCompiler,
+                                     CompileProfile* profile);
 
 }  // namespace kiln::codegen

@@ -52,13 +52,30 @@ double CompileProfile::totalMilliseconds() const {
   return total;
 }
 
+void CompileProfile::count(const std::string& name, size_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [existing, value] : counts_)
+    if (existing == name) {
+      value += n;
+      return;
+    }
+  counts_.emplace_back(name, n);
+}
+
+std::vector<std::pair<std::string, size_t>> CompileProfile::counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
+}
+
 std::string CompileProfile::table() const {
   double total = totalMilliseconds();
   std::string out = fmt::format("{:<32} {:>10} {:>6} {:>10}\n", "stage", "ms", "%", "peak MB");
   for (const StageRecord& s : stages())
     out += fmt::format("{:<32} {:>10.1f} {:>5.1f}% {:>10.1f}\n", s.name, s.milliseconds,
                        total > 0 ? 100 * s.milliseconds / total : 0.0, static_cast<double>(s.peakRssBytes) / (1 << 20));
-  return out + fmt::format("{:<32} {:>10.1f}\n", "total", total);
+  out += fmt::format("{:<32} {:>10.1f}\n", "total", total);
+  for (const auto& [name, value] : counts()) out += fmt::format("{:<32} {:>10}\n", name, value);
+  return out;
 }
 
 std::string CompileProfile::json() const {
@@ -69,7 +86,13 @@ std::string CompileProfile::json() const {
                        s.milliseconds, static_cast<double>(s.peakRssBytes) / (1 << 20));
     first = false;
   }
-  return out + fmt::format("], \"total_ms\": {:.3f}}}\n", totalMilliseconds());
+  out += fmt::format("], \"total_ms\": {:.3f}, \"counts\": {{", totalMilliseconds());
+  first = true;
+  for (const auto& [name, value] : counts()) {
+    out += fmt::format("{}\"{}\": {}", first ? "" : ", ", name, value);
+    first = false;
+  }
+  return out + "}}\n";
 }
 
 StageTimer::StageTimer(CompileProfile* profile, std::string name)

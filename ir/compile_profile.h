@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -24,15 +25,26 @@ class CompileProfile {
   void add(const std::string& name, double milliseconds, size_t peakRssBytes);
   std::vector<StageRecord> stages() const;
   double totalMilliseconds() const;
-  // The table `kiln compile --time-passes` prints: stage, ms, % of the total, peak MB.
+  // A count that says what the time was spent on ("kernels", "kernels compiled"); counts of the
+  // same name add up.
+  void count(const std::string& name, size_t n);
+  std::vector<std::pair<std::string, size_t>> counts() const;
+  // The table `kiln compile --time-passes` prints: stage, ms, % of the total, peak MB; then the counts.
   std::string table() const;
-  // The same as one JSON line: {"stages": [{"name": ..., "ms": ..., "peak_mb": ...}, ...], "total_ms": ...}
+  // The same as one JSON line: {"stages": [{"name": ..., "ms": ..., "peak_mb": ...}, ...],
+  // "total_ms": ..., "counts": {"kernels": ..., ...}}
   std::string json() const;
 
  private:
   mutable std::mutex mutex_;  // kernels compile on several threads
   std::vector<StageRecord> stages_;
+  std::vector<std::pair<std::string, size_t>> counts_;
 };
+
+// Adds `n` to `profile`'s count `name` (nothing when it is null).
+inline void countInProfile(CompileProfile* profile, const std::string& name, size_t n) {
+  if (profile) profile->count(name, n);
+}
 
 // Times one stage into `profile` from construction to destruction (nothing when it is null).
 // Peak memory: the kernel's high-water mark of resident memory is reset when the stage starts

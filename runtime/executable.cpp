@@ -69,8 +69,8 @@ namespace {
 
 using KernelTable = std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn>;
 
-// A fresh JIT with `object` linked and every kernel of `plan` looked up. A fresh JIT per attempt:
-// one that failed to link an object may hold its symbols in an error state.
+// A fresh JIT with `object`'s objects linked and every kernel of `plan` looked up. A fresh JIT per
+// attempt: one that failed to link an object may hold its symbols in an error state.
 Status loadObject(const Function& function, const codegen::CompileOptions& options, const codegen::CpuObject& object,
                   std::unique_ptr<codegen::CpuJit>& jit, KernelTable& kernels) {
   StageTimer timer(options.profile, "jit link");
@@ -78,10 +78,8 @@ Status loadObject(const Function& function, const codegen::CompileOptions& optio
   if (!created) return created.error();
   jit = std::move(*created);
   kernels.clear();
-  std::vector<std::string> parts = codegen::unpackObjects(object.object);
-  if (parts.empty()) return Error("a damaged object bundle for @" + function.name());
-  for (size_t i = 0; i < parts.size(); ++i)
-    KILN_TRY(jit->addObject(parts[i], "kiln." + function.name() + "." + std::to_string(i) + ".o"));
+  for (size_t i = 0; i < object.objects.size(); ++i)
+    KILN_TRY(jit->addObject(object.objects[i], "kiln." + function.name() + "." + std::to_string(i) + ".o"));
   for (const codegen::KernelGroup* group : object.plan->allGroups()) {
     auto fn = jit->lookup(codegen::symbolOf(object.symbols, group->name));
     if (!fn) return fn.error();
@@ -111,7 +109,7 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Function& functi
   std::unique_ptr<codegen::CpuJit> jit;
   KernelTable kernels;
   Status loaded = loadObject(function, options, *object, jit, kernels);
-  if (!loaded && object->fromCache) {
+  if (!loaded && object->objectsFromCache > 0) {
     // A damaged cache entry is not the user's problem: compile afresh and overwrite it.
     object = codegen::compileCpuObject(function, options, cache, /*refresh=*/true);
     if (!object) return object.error();

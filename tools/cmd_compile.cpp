@@ -4,11 +4,13 @@
 
 
 #include "codegen/compile_stages.h"
+#include "codegen/cuda_compiler.h"
 #include "codegen/dump.h"
 #include "codegen/gpu_arch.h"
 #include "codegen/optimize.h"
 #include "ir/compile_profile.h"
 #include "ir/printer.h"
+#include "runtime/executable.h"
 #include "tools/cli.h"
 
 namespace kiln::cli {
@@ -19,6 +21,16 @@ using codegen::CompileOptions;
 
 using codegen::Target;
 
+// What `kiln run` compiles, without running it: the host JIT's objects (cpu) or the runtime's PTX
+// modules (cuda; loading them would need a GPU), one per distinct kernel, made in parallel
+// through the compile cache.
+Status compileForRuntime(const Function& f, const CompileOptions& options) {
+  if (options.target == Target::Cpu) {
+    return Executable::compile(f, options).status();
+  }
+  return codegen::compileForCuda(f, options, &codegen::CompileCache::global()).status();
+}
+
 int run(const Command& c, const Args& args) {
   if (args.positional.size() != 1)
     return usageError(c, args.positional.empty() ? "missing FILE" : "expected one FILE, got " + std::to_string(args.positional.size()));
@@ -28,8 +40,8 @@ int run(const Command& c, const Args& args) {
   options.target = target == "cuda" ? Target::Cuda : Target::Cpu;
   bool cuda = options.target == Target::Cuda;
   std::string stage = args.get("--emit").value_or(cuda ? "ptx" : "asm");
-  if (stage != "kiln" && stage != "llvm" && stage != "llvm-unopt" && stage != "ptx" && stage != "asm")
-    return usageError(c, "unknown --emit '" + stage + "' (expected kiln, llvm, llvm-unopt, ptx or asm)");
+  if (stage != "kiln" && stage != "llvm" && stage != "llvm-unopt" && stage != "ptx" && stage != "asm" && stage != "none")
+    return usageError(c, "unknown --emit '" + stage + "' (expected kiln, llvm, llvm-unopt, ptx, asm or none)");
   if (stage == "ptx" && !cuda)
     return usageError(c, "--emit ptx needs --target cuda (for the host CPU's code use --emit asm)");
   if (auto arch = args.get("--gpu-arch")) {
@@ -80,6 +92,15 @@ int run(const Command& c, const Args& args) {
     return json ? kExitOk : writeOutput(args, printFunction(*optimized->function, kSummaryPrint));
   }
 
+  if (stage == "none") {
+    Status compiled = compileForRuntime(*f, options);
+    if (!compiled) {
+      reportError(compiled.error());
+      return kExitError;
+    }
+    return kExitOk;
+  }
+
   // A cached PTX skips O3, so there is no optimised IR to print then: --emit llvm bypasses the cache.
   auto stages = codegen::compileStages(*f, options, stage == "llvm" ? nullptr : &codegen::CompileCache::global());
   if (!stages) {
@@ -108,6 +129,9 @@ Command compileCommand() {
             "machine's CPU (--target cpu). --emit picks the stage printed on stdout (or written to -o OUT):\n"
             "kiln (the IR after passes), llvm-unopt (LLVM IR as emitted), llvm (after libdevice linking and\n"
             "O3), ptx (cuda), asm (host assembly for cpu; PTX for cuda). The default is the target's code.\n"
+            "These print the function as one module; the runtime compiles each distinct kernel on its own,\n"
+            "in parallel and through the compile cache, and --emit none does just that and prints nothing\n"
+            "(with --time-passes: how long a run's compile takes).\n"
             "PTX is for sm_80 unless --gpu-arch says otherwise; it loads on that GPU generation and every\n"
             "later one. Numerics are IEEE unless --fast-math. --dump-dir DIR writes every stage to DIR:\n"
             "00-input.kiln, NN-<pass>.kiln after each pass, <fn>.unopt.ll, <fn>.opt.ll, <fn>.ptx or\n"
@@ -117,7 +141,7 @@ Command compileCommand() {
              {"--target", "NAME", "cuda (PTX, the default) or cpu (this machine)"},
              {"--gpu-arch", "sm_XX", "GPU architecture for cuda (default sm_80; " + codegen::supportedGpuArchs() + ")"},
              {"--fast-math", "", "approximate division, sqrt and math functions, flush denormals to zero"},
-             {"--emit", "STAGE", "kiln, llvm, llvm-unopt, ptx or asm (default: ptx for cuda, asm for cpu)"},
+             {"--emit", "STAGE", "kiln, llvm, llvm-unopt, ptx, asm or none (default: ptx for cuda, asm for cpu)"},
              {"-o", "OUT", "write the stage to OUT instead of stdout"},
              {"--dump-dir", "DIR", "write every stage and a kernel-to-ops map to DIR"},
              {"--time-passes", "", "report wall time and peak memory per stage (import, each pass, plan, LLVM ...) on stderr"},

@@ -69,10 +69,17 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
   auto stream = Stream::create();
   if (!stream) return stream.error();
   std::optional<StageTimer> loading(std::in_place, options.profile, "ptx load");
-  auto module = LoadedModule::load(compiled->ptx, "@" + function.name());
-  if (!module) return module.error();
+  // One module per distinct kernel (codegen::PtxLayout::PerKernel); where each kernel's entry is.
+  std::vector<LoadedModule> modules;
+  std::unordered_map<std::string, size_t> moduleOf;
+  for (const codegen::PtxModule& ptx : compiled->modules) {
+    auto module = LoadedModule::load(ptx.ptx, "@" + function.name() + " (" + ptx.kernels.at(0) + ")");
+    if (!module) return module.error();
+    for (const std::string& kernel : ptx.kernels) moduleOf[kernel] = modules.size();
+    modules.push_back(std::move(*module));
+  }
   std::unique_ptr<Program> program(
-      new Program(std::move(*compiled), *device, std::move(*stream), std::move(*module)));
+      new Program(std::move(*compiled), *device, std::move(*stream), std::move(modules)));
 
   // Launch shapes: enough blocks for every item's lanes, at most one full wave of resident blocks.
   codegen::NvptxTarget target(options.fastMath);
@@ -81,7 +88,10 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
   for (const codegen::KernelGroup* group : groups) {
     KernelThunk k;
     k.group = group;
-    auto fn = program->module_.function(codegen::symbolOf(program->compiled_.symbols, group->name));
+    const std::string& symbol = codegen::symbolOf(program->compiled_.symbols, group->name);
+    auto where = moduleOf.find(symbol);
+    if (where == moduleOf.end()) return Error("internal error: no PTX module defines kernel " + symbol);
+    auto fn = program->modules_[where->second].function(symbol);
     if (!fn) return fn.error();
     k.function = *fn;
     int perSm = 0;

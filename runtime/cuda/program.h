@@ -72,8 +72,8 @@ class Program {
 
  private:
   class Run;
-  Program(codegen::CudaCompilation compiled, Device* device, Stream stream, LoadedModule module)
-      : compiled_(std::move(compiled)), device_(device), stream_(std::move(stream)), module_(std::move(module)) {}
+  Program(codegen::CudaCompilation compiled, Device* device, Stream stream, std::vector<LoadedModule> modules)
+      : compiled_(std::move(compiled)), device_(device), stream_(std::move(stream)), modules_(std::move(modules)) {}
 
   // Runs the plan with parameters and results at the given addresses; params/results indexed as
   // the function's. Replays (or captures) a graph when allowed.
@@ -95,7 +95,7 @@ class Program {
   codegen::CudaCompilation compiled_;
   Device* device_;
   Stream stream_;
-  LoadedModule module_;
+  std::vector<LoadedModule> modules_;  // one per compiled_.modules entry
   std::vector<KernelThunk> kernels_;
   std::unordered_map<const codegen::KernelGroup*, const KernelThunk*> kernelOf_;
   bool hasRegions_ = false;

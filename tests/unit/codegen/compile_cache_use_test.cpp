@@ -8,6 +8,7 @@
 
 #include "codegen/compile_stages.h"
 #include "codegen/cpu_compiler.h"
+#include "codegen/cuda_compiler.h"
 #include "tests/unit/codegen/cpu_test_util.h"
 
 namespace kiln::test {
@@ -37,6 +38,12 @@ class CacheUse : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   const Function& f() const { return *module_->entry(); }
+  // kProgram is one kernel (the matmul with its tanh epilogue): one object, one key.
+  std::string key(const CompileOptions& options = {}) const {
+    std::vector<std::string> keys = codegen::cpuObjectCacheKeys(f(), options);
+    EXPECT_EQ(keys.size(), 1u);
+    return keys.empty() ? std::string() : keys[0];
+  }
   // Where the cache keeps `key` (CompileCache's two-character fan-out).
   std::filesystem::path entryFile(const std::string& key) const { return dir_ / key.substr(0, 2) / key.substr(2); }
 
@@ -74,8 +81,9 @@ TEST_F(CacheUse, SecondCpuCompileIsAHitWithIdenticalResults) {
   CompileCache fresh(dir_.string());
   auto object = codegen::compileCpuObject(f(), {}, &fresh);
   ASSERT_TRUE(object.ok()) << object.error().str();
-  EXPECT_TRUE(object->fromCache);
-  EXPECT_TRUE(isElf(object->object));
+  EXPECT_EQ(object->objectsFromCache, 1u);
+  ASSERT_EQ(object->objects.size(), 1u);
+  EXPECT_TRUE(isElf(object->objects[0]));
   EXPECT_EQ(fresh.hits(), 1u);
   EXPECT_EQ(compileAndRun(fresh), first);
 }
@@ -92,7 +100,7 @@ TEST_F(CacheUse, OtherOptionsOrGraphMiss) {
   ASSERT_TRUE(exe2.ok()) << exe2.error().str();
   EXPECT_EQ(cache.hits(), 0u);
   EXPECT_EQ(cache.misses(), 3u);
-  EXPECT_NE(codegen::cpuObjectCacheKey(f(), {}), codegen::cpuObjectCacheKey(f(), fast));
+  EXPECT_NE(key(), key(fast));
 }
 
 TEST_F(CacheUse, GarbageInTheEntryFileIsRecompiledAndReplaced) {
@@ -101,21 +109,21 @@ TEST_F(CacheUse, GarbageInTheEntryFileIsRecompiledAndReplaced) {
     CompileCache cache(dir_.string());
     want = compileAndRun(cache);
   }
-  std::filesystem::path file = entryFile(codegen::cpuObjectCacheKey(f(), {}));
+  std::filesystem::path file = entryFile(key());
   ASSERT_TRUE(std::filesystem::exists(file));
   std::ofstream(file, std::ios::binary | std::ios::trunc) << "not an object file";
   CompileCache cache(dir_.string());
   EXPECT_EQ(compileAndRun(cache), want);
   EXPECT_EQ(cache.misses(), 1u);  // the damaged file is a miss, not a hit
   CompileCache after(dir_.string());
-  auto entry = after.lookup(codegen::cpuObjectCacheKey(f(), {}));
+  auto entry = after.lookup(key());
   ASSERT_TRUE(entry.has_value());
   EXPECT_TRUE(isElf(*entry));
 }
 
 TEST_F(CacheUse, TruncatedEntryFileIsRecompiled) {
   { CompileCache cache(dir_.string()); compileAndRun(cache); }
-  std::filesystem::path file = entryFile(codegen::cpuObjectCacheKey(f(), {}));
+  std::filesystem::path file = entryFile(key());
   std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
   CompileCache cache(dir_.string());
   compileAndRun(cache);
@@ -125,18 +133,18 @@ TEST_F(CacheUse, TruncatedEntryFileIsRecompiled) {
 // An entry whose checksum is right but which LLVM cannot load (written by a buggy or different
 // kiln): the JIT rejects it, and compile recompiles and overwrites it.
 TEST_F(CacheUse, ObjectTheJitRejectsIsRecompiledAndReplaced) {
-  std::string key = codegen::cpuObjectCacheKey(f(), {});
+  std::string entry = key();
   CompileCache good(dir_.string());
   std::vector<Tensor> want = compileAndRun(good);
-  std::string object = *good.lookup(key);
+  std::string object = *good.lookup(entry);
   for (std::string bad : {std::string("garbage"), object.substr(0, object.size() / 2), std::string()}) {
     SCOPED_TRACE("entry of " + std::to_string(bad.size()) + " bytes");
     CompileCache cache(dir_.string());
-    cache.store(key, bad);
+    cache.store(entry, bad);
     EXPECT_EQ(compileAndRun(cache), want);
     EXPECT_EQ(cache.hits(), 1u);  // the bad entry was found ...
-    EXPECT_EQ(cache.lookup(key), object);  // ... and replaced with a good one
-    EXPECT_EQ(CompileCache(dir_.string()).lookup(key), object);
+    EXPECT_EQ(cache.lookup(entry), object);  // ... and replaced with a good one
+    EXPECT_EQ(CompileCache(dir_.string()).lookup(entry), object);
   }
 }
 
@@ -208,6 +216,72 @@ TEST_F(CacheUse, PtxKeyCoversLibdevice) {
   ASSERT_FALSE(without.ok());
   EXPECT_NE(without.error().message().find("libdevice not found"), std::string::npos) << without.error().str();
   EXPECT_EQ(cache.hits(), 0u);
+}
+
+// Two versions of a small network that differ in their last layer only (sigmoid or tanh).
+std::string layers(const char* lastActivation) {
+  return std::string("func @main(%x: f32[16,32], %w: f32[32,32]) -> (f32[16,32], f32[16,1]) {\n"
+                     "  %h = matmul %x, %w\n"
+                     "  %t = tanh %h\n"
+                     "  %m = reduce_max %t {axes = [1], keepdims = true}\n"
+                     "  %e = sub %t, %m\n"
+                     "  %g = matmul %e, %w\n"
+                     "  %s = ") +
+         lastActivation + " %g\n  return %s, %m\n}\n";
+}
+
+// The cache works per kernel: a change to one layer recompiles that layer's kernel and takes the
+// others from the cache, and the result is still the interpreter's.
+TEST_F(CacheUse, ChangingOneLayerRecompilesOneCpuKernel) {
+  auto before = parseOrFail(layers("sigmoid"));
+  auto after = parseOrFail(layers("tanh"));
+  std::vector<std::string> keysBefore = codegen::cpuObjectCacheKeys(*before->entry(), {});
+  std::vector<std::string> keysAfter = codegen::cpuObjectCacheKeys(*after->entry(), {});
+  ASSERT_GE(keysBefore.size(), 3u);
+  ASSERT_EQ(keysAfter.size(), keysBefore.size());
+  size_t same = 0;
+  for (size_t i = 0; i < keysBefore.size(); ++i) same += keysBefore[i] == keysAfter[i];
+  EXPECT_EQ(same, keysBefore.size() - 1);  // only the last kernel's code changed
+
+  CompileCache cache(dir_.string());
+  ASSERT_TRUE(Executable::compile(*before->entry(), {}, &cache).ok());
+  EXPECT_EQ(cache.misses(), keysBefore.size());
+  auto exe = Executable::compile(*after->entry(), {}, &cache);
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  EXPECT_EQ(cache.hits(), keysBefore.size() - 1);
+  EXPECT_EQ(cache.misses(), keysBefore.size() + 1);
+  std::vector<Tensor> inputs = randomInputs(*after->entry(), 5);
+  auto want = interpret(*after->entry(), inputs);
+  auto got = (*exe)->run(inputs);
+  ASSERT_TRUE(want.ok() && got.ok());
+  for (size_t k = 0; k < want->size(); ++k)
+    EXPECT_EQ(compareTensors((*want)[k], (*got)[k], accumulateTolerance()), "") << "result " << k;
+}
+
+// The runtime's PTX is one module per distinct kernel, each cached on its own (no GPU needed).
+TEST_F(CacheUse, ChangingOneLayerRecompilesOnePtxModule) {
+  CompileOptions cuda;
+  cuda.target = codegen::Target::Cuda;
+  auto before = parseOrFail(layers("sigmoid"));
+  auto after = parseOrFail(layers("relu"));  // no libdevice call: runs where libdevice is missing
+  CompileCache cache(dir_.string());
+  auto first = codegen::compileForCuda(*before->entry(), cuda, &cache);
+  if (!first.ok() && first.error().message().find("libdevice") != std::string::npos)
+    GTEST_SKIP() << "no libdevice here: " << first.error().str();
+  ASSERT_TRUE(first.ok()) << first.error().str();
+  size_t n = first->modules.size();
+  ASSERT_GE(n, 3u);
+  EXPECT_EQ(cache.misses(), n);
+  for (const codegen::PtxModule& m : first->modules) {
+    ASSERT_EQ(m.kernels.size(), 1u);
+    EXPECT_NE(m.ptx.find(".entry " + m.kernels[0]), std::string::npos) << m.ptx;
+  }
+  auto second = codegen::compileForCuda(*after->entry(), cuda, &cache);
+  ASSERT_TRUE(second.ok()) << second.error().str();
+  EXPECT_EQ(second->modulesFromCache, n - 1);
+  EXPECT_EQ(cache.misses(), n + 1);
+  for (size_t i = 0; i + 1 < n; ++i) EXPECT_EQ(second->modules[i].ptx, first->modules[i].ptx);
+  EXPECT_NE(second->modules[n - 1].ptx, first->modules[n - 1].ptx);
 }
 
 }  // namespace
