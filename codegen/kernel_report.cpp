@@ -20,6 +20,21 @@ std::string layoutText(const KernelGroup& group) {
   return text;
 }
 
+double flopsOf(const KernelGroup& group) {
+  double flops = 0;
+  for (const Op* op : group.ops) {
+    double outputs = static_cast<double>(op->result(0)->type().numElements());
+    if (op->kind() == OpKind::Matmul) {
+      const Shape& a = op->operand(0)->type().shape;
+      flops += 2 * outputs * static_cast<double>(a.back());
+    } else if (op->kind() == OpKind::Conv2d) {
+      const Shape& w = op->operand(1)->type().shape;
+      flops += 2 * outputs * static_cast<double>(w[1] * w[2] * w[3]);
+    }
+  }
+  return flops;
+}
+
 uint64_t bytesOf(const std::vector<const Value*>& values) {
   uint64_t bytes = 0;
   for (const Value* v : values) bytes += v->type().byteSize();
@@ -42,6 +57,7 @@ KernelReport reportKernel(const KernelGroup& group, const std::string& region, T
   for (const Op* op : group.ops) r.ops.push_back({std::string(op->name()), op->loc()});
   r.bytesRead = bytesOf(group.inputs);
   r.bytesWritten = bytesOf(group.outputs);
+  r.flops = flopsOf(group);
   return r;
 }
 

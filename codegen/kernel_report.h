@@ -30,6 +30,9 @@ struct KernelReport {
   // One launch: the byte sizes of its inputs (each counted once, however often it is read) and of
   // its outputs. A kernel inside a map or while body moves this much per iteration.
   uint64_t bytesRead = 0, bytesWritten = 0;
+  // Floating-point operations of the ops that dominate compute, per launch: matmul and conv2d, 2
+  // per multiply-add. Elementwise work is memory-bound and counted in bytes instead.
+  double flops = 0;
 };
 
 // Every kernel of `plan` in the order the plan runs them, kernels of nested map/while plans at the

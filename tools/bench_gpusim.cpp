@@ -10,6 +10,7 @@
 #include <map>
 
 #include "runtime/cuda/driver.h"
+#include "runtime/gpu_perf_model.h"
 #include "tools/bench_report.h"
 
 namespace kiln::cli {
@@ -32,8 +33,6 @@ struct SimulatedCounters {
   void add(const SimulatedCounters& other);
   // Bytes the lanes asked for / (32 x sectors touched), loads and stores together: 1 when coalesced.
   double sectorEfficiency() const;
-  // Shared-memory wavefronts beyond one per request, per request: 0 when conflict-free.
-  double bankConflictsPerRequest() const;
   double averaged(double sum) const { return launches ? sum / static_cast<double>(launches) : 0; }
 };
 
@@ -63,13 +62,6 @@ void SimulatedCounters::add(const SimulatedCounters& o) {
 double SimulatedCounters::sectorEfficiency() const {
   uint64_t sectors = loadSectors + storeSectors;
   return sectors ? static_cast<double>(loadBytes + storeBytes) / (32.0 * static_cast<double>(sectors)) : 1.0;
-}
-
-// gpusim reports wavefronts per request (1 when conflict-free); a bank conflict, as Nsight Compute
-// counts it, is a wavefront beyond the first.
-double SimulatedCounters::bankConflictsPerRequest() const {
-  if (sharedRequests == 0 || sharedWavefronts <= sharedRequests) return 0;
-  return static_cast<double>(sharedWavefronts - sharedRequests) / static_cast<double>(sharedRequests);
 }
 
 SimulatedCounters countersOf(const cuda::SimulatedKernelStats& s) {
@@ -133,84 +125,127 @@ struct SimulatedRow {
   std::string kernel, layout;
   bool perIteration = false;
   SimulatedCounters counters;  // launches == 0: not launched on the simulator
+  uint64_t footprintBytes = 0;  // per launch: inputs read once, outputs written once (KernelReport)
+  double flops = 0;             // per launch
 };
 
-// The members every line has (kernel rows and the total), after "case", "kernel", "name", "layout".
-std::string countersJson(const SimulatedCounters& c) {
-  return fmt::format(
-      "\"launches\": {}, \"warp_instructions\": {}, \"thread_instructions\": {}, \"bytes_read\": {}, "
-      "\"bytes_written\": {}, \"global_load_requests\": {}, \"global_load_sectors\": {}, "
-      "\"global_store_requests\": {}, \"global_store_sectors\": {}, \"load_sectors_per_request\": {:.2f}, "
-      "\"store_sectors_per_request\": {:.2f}, \"sector_efficiency\": {:.4f}, \"atomic_requests\": {}, "
-      "\"shared_requests\": {}, \"shared_wavefronts\": {}, \"shared_wavefronts_per_request\": {:.4f}, "
-      "\"bank_conflicts_per_request\": {:.4f}",
-      c.launches, c.warpInstructions, c.threadInstructions, c.loadBytes, c.storeBytes, c.loadRequests, c.loadSectors,
-      c.storeRequests, c.storeSectors, perRequest(c.loadSectors, c.loadRequests),
-      perRequest(c.storeSectors, c.storeRequests), c.sectorEfficiency(), c.atomicRequests, c.sharedRequests,
-      c.sharedWavefronts, perRequest(c.sharedWavefronts, c.sharedRequests), c.bankConflictsPerRequest());
+// The H100 performance model's view of a row (runtime/gpu_perf_model.h).
+ModelledKernel modelled(const SimulatedRow& r) {
+  const SimulatedCounters& c = r.counters;
+  KernelCounters k;
+  k.launches = c.launches;
+  k.blocks = c.blocks;
+  k.threadsPerBlock = c.threadsPerBlock;
+  k.warpInstructions = c.warpInstructions;
+  k.loadRequests = c.loadRequests;
+  k.loadSectors = c.loadSectors;
+  k.loadBytes = c.loadBytes;
+  k.storeRequests = c.storeRequests;
+  k.storeSectors = c.storeSectors;
+  k.storeBytes = c.storeBytes;
+  k.sharedRequests = c.sharedRequests;
+  k.sharedWavefronts = c.sharedWavefronts;
+  k.achievedOccupancy = c.averaged(c.achievedOccupancy);
+  k.smCoverage = c.averaged(c.smCoverage);
+  k.footprintBytes = r.footprintBytes * c.launches;
+  k.flops = r.flops * static_cast<double>(c.launches);
+  return modelKernel(k, h100Sxm());
 }
 
-void printJson(const std::vector<SimulatedRow>& rows, const SimulatedCounters& total, double wallMs,
-               const SimulatedBenchSetup& setup) {
-  std::string tail =
-      fmt::format("\"simulated\": true, \"backend\": \"cuda\", \"device\": \"{}\"}}\n", jsonEscape(setup.device));
-  std::string caseName = jsonEscape(setup.caseName);
+// The figures of the step as a whole: sums of bytes, blocks and times; the ratios over the sums.
+struct StepFigures {
+  SimulatedCounters counters;
+  double modelledSeconds = 0, rooflineSeconds = 0, smCoverage = 0, achievedOccupancy = 0;
+};
+
+StepFigures stepFigures(const std::vector<SimulatedRow>& rows) {
+  StepFigures step;
+  uint64_t blocks = 0;
+  double occupancyByBlocks = 0;
   for (const SimulatedRow& r : rows) {
-    std::string name = jsonEscape(r.kernel);
-    fmt::print("{{\"case\": \"{}\", \"kernel\": \"{}\", \"name\": \"{}\", \"layout\": \"{}\", \"per_iteration\": {}, ",
-               caseName, name, name, jsonEscape(r.layout), r.perIteration ? "true" : "false");
     const SimulatedCounters& c = r.counters;
-    if (c.launches == 0) {
-      fmt::print("\"launches\": 0, {}", tail);
-      continue;
-    }
-    fmt::print("{}, \"blocks\": {}, \"threads_per_block\": {}, \"registers_per_thread\": {}, "
-               "\"shared_bytes_per_block\": {}, \"blocks_per_sm\": {}, \"theoretical_occupancy\": {:.4f}, "
-               "\"achieved_occupancy\": {:.4f}, \"sm_coverage\": {:.4f}, {}",
-               countersJson(c), c.blocks, c.threadsPerBlock, c.registersPerThread, c.sharedBytesPerBlock,
-               c.blocksPerSm, c.averaged(c.theoreticalOccupancy), c.averaged(c.achievedOccupancy),
-               c.averaged(c.smCoverage), tail);
+    step.counters.add(c);
+    if (c.launches == 0) continue;
+    ModelledKernel m = modelled(r);
+    step.modelledSeconds += m.modelledSeconds;
+    step.rooflineSeconds += m.rooflineSeconds;
+    blocks += c.blocks * c.launches;
+    occupancyByBlocks += c.averaged(c.achievedOccupancy) * static_cast<double>(c.blocks * c.launches);
+    step.smCoverage = std::max(step.smCoverage, c.averaged(c.smCoverage));
   }
-  double perSecond = wallMs > 0 ? static_cast<double>(total.warpInstructions) / (wallMs / 1e3) : 0;
-  fmt::print("{{\"case\": \"{}\", \"kernel\": \"total\", \"name\": \"total\", \"layout\": \"{} kernel{}\", {}, "
-             "\"sim_wall_ms\": {:.3f}, \"sim_warp_instructions_per_s\": {:.0f}, \"sim_runs\": {}, {}",
-             caseName, rows.size(), rows.size() == 1 ? "" : "s", countersJson(total), wallMs, perSecond, setup.reps,
-             tail);
+  step.counters.blocks = blocks;  // every launch's, not the last one's
+  step.achievedOccupancy = blocks ? occupancyByBlocks / static_cast<double>(blocks) : 0;
+  return step;
 }
 
-void printTable(const std::vector<SimulatedRow>& rows, const SimulatedCounters& total, double wallMs,
+// One object per kernel with exactly the keys docs/gpu-performance.md lists, and one for the step
+// ("name": "total"): the simulator's counters and the model's times, never a measured time.
+void printJsonObject(const std::string& name, const SimulatedCounters& c, uint64_t blocks, double smCoverage,
+                     double achievedOccupancy, double modelledSeconds, double rooflineSeconds) {
+  double wavefrontsPerRequest =
+      c.sharedRequests ? static_cast<double>(c.sharedWavefronts) / static_cast<double>(c.sharedRequests) : 1.0;
+  fmt::print("{{\"name\": \"{}\", \"bytes_read\": {}, \"bytes_written\": {}, \"sector_efficiency\": {:.4f}, "
+             "\"bank_conflicts_per_request\": {:.4f}, \"blocks\": {}, \"sm_coverage\": {:.4f}, "
+             "\"achieved_occupancy\": {:.4f}, \"modelled_us\": {:.3f}, \"roofline_us\": {:.3f}, \"simulated\": true}}\n",
+             jsonEscape(name), c.loadBytes, c.storeBytes, c.sectorEfficiency(), wavefrontsPerRequest, blocks, smCoverage,
+             achievedOccupancy, modelledSeconds * 1e6, rooflineSeconds * 1e6);
+}
+
+void printJson(const std::vector<SimulatedRow>& rows, const StepFigures& step) {
+  for (const SimulatedRow& r : rows) {
+    const SimulatedCounters& c = r.counters;
+    ModelledKernel m = modelled(r);
+    printJsonObject(r.kernel, c, c.blocks, c.averaged(c.smCoverage), c.averaged(c.achievedOccupancy),
+                    c.launches ? m.modelledSeconds : 0, c.launches ? m.rooflineSeconds : 0);
+  }
+  printJsonObject("total", step.counters, step.counters.blocks, step.smCoverage, step.achievedOccupancy,
+                  step.modelledSeconds, step.rooflineSeconds);
+}
+
+void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, double wallMs,
                 const SimulatedBenchSetup& setup) {
+  const SimulatedCounters& total = step.counters;
   fmt::print("@{} on cuda: {}\n", setup.function, setup.device);
-  fmt::print("simulated: the GPU simulator's counters for one run of the step; it models no time, so no kernel is "
-             "timed\n");
-  fmt::print("{:<28} {:<36} {:>7} {:>9} {:>6} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>9}\n", "kernel", "layout",
-             "blocks", "occupancy", "SMs", "warp inst", "read", "written", "sector eff", "sect/ld", "sect/st",
-             "conflicts");
-  auto print = [](const std::string& kernel, const std::string& layout, const SimulatedCounters& c, bool launch) {
-    auto percent = [&](double sum) { return launch ? fmt::format("{:.1f}%", 100 * c.averaged(sum)) : "-"; };
+  fmt::print("simulated: the GPU simulator's counters for one run of the step, and times modelled from them for an "
+             "{} (docs/gpu-performance.md); nothing here is measured\n",
+             h100Sxm().name);
+  const char* format = "{:<28} {:<36} {:>7} {:>9} {:>6} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>10} {:>11} {:>11} {:>8}\n";
+  fmt::print(fmt::runtime(format), "kernel", "layout", "blocks", "occupancy", "SMs", "warp inst", "read", "written",
+             "sector eff", "sect/ld", "sect/st", "wavefr/req", "modelled us", "roofline us", "bound");
+  auto print = [&](const std::string& kernel, const std::string& layout, const SimulatedCounters& c,
+                   const std::string& blocks, const std::string& occupancy, const std::string& sms, double modelledUs,
+                   double rooflineUs, const std::string& bound) {
     auto sectors = [](uint64_t s, uint64_t r) { return r ? fmt::format("{:.1f}", perRequest(s, r)) : "-"; };
-    fmt::print("{:<28} {:<36} {:>7} {:>9} {:>6} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>9}\n", kernel, layout,
-               launch ? std::to_string(c.blocks) : "-", percent(c.achievedOccupancy), percent(c.smCoverage),
+    fmt::print(fmt::runtime(format), kernel, layout, blocks, occupancy, sms,
                decimal(static_cast<double>(c.warpInstructions), ""), decimal(static_cast<double>(c.loadBytes), "B"),
                decimal(static_cast<double>(c.storeBytes), "B"), fmt::format("{:.1f}%", 100 * c.sectorEfficiency()),
                sectors(c.loadSectors, c.loadRequests), sectors(c.storeSectors, c.storeRequests),
-               c.sharedRequests ? fmt::format("{:.2f}", c.bankConflictsPerRequest()) : "-");
+               c.sharedRequests ? fmt::format("{:.2f}", perRequest(c.sharedWavefronts, c.sharedRequests)) : "-",
+               fmt::format("{:.2f}", modelledUs), fmt::format("{:.2f}", rooflineUs), bound);
   };
+  auto percent = [](double v) { return fmt::format("{:.1f}%", 100 * v); };
   for (const SimulatedRow& r : rows) {
-    if (r.counters.launches == 0) {
+    const SimulatedCounters& c = r.counters;
+    if (c.launches == 0) {
       fmt::print("{:<28} {:<36} not launched on the simulator\n", r.kernel, r.layout);
       continue;
     }
-    print(r.kernel, r.layout, r.counters, true);
+    ModelledKernel m = modelled(r);
+    print(r.kernel, r.layout, c, std::to_string(c.blocks), percent(c.averaged(c.achievedOccupancy)),
+          percent(c.averaged(c.smCoverage)), m.modelledSeconds * 1e6, m.rooflineSeconds * 1e6, m.bound);
   }
-  print("total", fmt::format("{} kernel{}", rows.size(), rows.size() == 1 ? "" : "s"), total, false);
+  print("total", fmt::format("{} kernel{}", rows.size(), rows.size() == 1 ? "" : "s"), total,
+        std::to_string(total.blocks), "-", "-", step.modelledSeconds * 1e6, step.rooflineSeconds * 1e6, "");
   double perSecond = wallMs > 0 ? static_cast<double>(total.warpInstructions) / (wallMs / 1e3) : 0;
   fmt::print("simulator: {:.3f} ms of host wall clock per step (median of {} run{}), {} warp inst/s: the simulator's "
              "speed, not the GPU's\n",
              wallMs, setup.reps, setup.reps == 1 ? "" : "s", decimal(perSecond, ""));
   fmt::print("occupancy: achieved warps / 64 on the SMs given blocks; SMs: share of the SMs given a block; sector eff: "
              "bytes asked for / (32 x sectors touched); sect/ld, sect/st: sectors per warp-level global load and store "
-             "(4 for 32-bit lanes, 16 for 128-bit); conflicts: shared-memory wavefronts beyond one per request\n");
+             "(4 for 32-bit lanes, 16 for 128-bit); wavefr/req: shared-memory wavefronts per request (1.00: no bank "
+             "conflict); modelled us: the model's time, roofline us: the kernel's bytes at the HBM peak or its FLOPs "
+             "at the FP32 peak, whichever is longer; bound: what sets the modelled time (dram, latency, l2, issue, "
+             "compute)\n");
   if (setup.dataParallel)
     fmt::print("data parallel: not measured on the simulator (one process, and its times are not the GPU's)\n");
   for (const SimulatedRow& r : rows)
@@ -227,28 +262,24 @@ Status benchOnSimulator(const std::vector<codegen::KernelReport>& kernels, const
   auto launches = countLaunches(step);
   if (!launches) return launches.error();
   std::vector<SimulatedRow> rows;
-  SimulatedCounters total;
   for (const codegen::KernelReport& k : kernels) {
-    SimulatedRow row{k.name, k.layout, !k.region.empty(), {}};
+    SimulatedRow row{k.name, k.layout, !k.region.empty(), {}, k.bytesRead + k.bytesWritten, k.flops};
     if (auto it = launches->find(k.name); it != launches->end()) {
       row.counters = it->second;
       launches->erase(it);
     }
-    total.add(row.counters);
     rows.push_back(row);
   }
   // Launches of kernels the plan does not report (none expected): still counted, not hidden.
-  for (const auto& [name, counters] : *launches) {
-    rows.push_back({name, "(not in the plan)", false, counters});
-    total.add(counters);
-  }
+  for (const auto& [name, counters] : *launches) rows.push_back({name, "(not in the plan)", false, counters, 0, 0});
+  StepFigures total = stepFigures(rows);
   std::vector<double> wallMs;
   for (int r = 0; r < setup.reps; ++r) {
     auto start = std::chrono::steady_clock::now();
     KILN_TRY(step(ExecuteOptions{}));
     wallMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  if (setup.json) printJson(rows, total, median(wallMs), setup);
+  if (setup.json) printJson(rows, total);
   else printTable(rows, total, median(wallMs), setup);
   return {};
 }

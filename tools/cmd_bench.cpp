@@ -30,23 +30,6 @@ namespace kiln::cli {
 
 namespace {
 
-// Floating-point operations of the ops that dominate compute (matmul and conv2d: 2 per
-// multiply-add); elementwise work is memory-bound and quoted in GB/s instead.
-double flopsOf(const codegen::KernelGroup& group) {
-  double flops = 0;
-  for (const Op* op : group.ops) {
-    double outputs = static_cast<double>(op->result(0)->type().numElements());
-    if (op->kind() == OpKind::Matmul) {
-      const Shape& a = op->operand(0)->type().shape;
-      flops += 2 * outputs * static_cast<double>(a.back());
-    } else if (op->kind() == OpKind::Conv2d) {
-      const Shape& w = op->operand(1)->type().shape;
-      flops += 2 * outputs * static_cast<double>(w[1] * w[2] * w[3]);
-    }
-  }
-  return flops;
-}
-
 struct Row {
   std::string kernel, layout;
   double ms = 0, gbps = 0, tflops = 0;
@@ -210,8 +193,6 @@ int run(const Command& c, const Args& args) {
     return kExitError;
   }
 
-  std::map<std::string, double> flops;
-  for (const codegen::KernelGroup* g : (*exe)->plan().allGroups()) flops[g->name] = flopsOf(*g);
   std::vector<Row> rows;
   double stepFlops = 0;
   for (const codegen::KernelReport& k : kernels) {
@@ -220,8 +201,8 @@ int run(const Command& c, const Args& args) {
     row.ms = median(kernelMs[k.name]);
     if (!row.perIteration && row.ms > 0) {
       row.gbps = static_cast<double>(k.bytesRead + k.bytesWritten) / (row.ms * 1e6);
-      row.tflops = flops[k.name] / (row.ms * 1e9);
-      stepFlops += flops[k.name];
+      row.tflops = k.flops / (row.ms * 1e9);
+      stepFlops += k.flops;
     }
     rows.push_back(row);
   }

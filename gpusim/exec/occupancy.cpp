@@ -7,13 +7,20 @@
 
 namespace gpusim {
 
+namespace {
+// Registers a kernel holds beyond its values' (ptxas keeps a couple for addressing and the stack).
+constexpr uint32_t kReservedRegisters = 2;
+}  // namespace
+
 uint32_t registersPerThread(const ptx::Function& fn, const SmLimits& sm) {
-  uint32_t words = 0;
+  uint32_t declared = 0;
   for (ptx::Type t : fn.registerTypes) {
     if (t == ptx::Type::Pred || t == ptx::Type::None) continue;
-    words += (ptx::typeBytes(t) + 3) / 4;
+    declared += (ptx::typeBytes(t) + 3) / 4;
   }
-  return std::min(words, sm.maxRegistersPerThread);
+  // What is live at once, plus the few registers ptxas keeps for itself; never more than declared.
+  uint32_t estimate = std::min(declared, fn.liveRegisterWords + kReservedRegisters);
+  return std::min(estimate, sm.maxRegistersPerThread);
 }
 
 uint32_t blocksPerSm(uint32_t threadsPerBlock, uint32_t registersPerThread, uint32_t sharedBytes, const SmLimits& sm) {

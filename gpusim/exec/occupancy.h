@@ -29,8 +29,9 @@ struct SmLimits {
 
 inline const SmLimits kH100{};
 
-// 32-bit registers a thread of `fn` holds, from its .reg declarations (predicates excluded, 64-bit
-// registers count twice, 128-bit ones four times), at most 255: an upper bound on what ptxas allocates.
+// 32-bit registers a thread of `fn` holds, estimated as ptxas allocates them: the most register
+// words live at once (ptx/liveness.h: predicates excluded, 64-bit registers count twice, 128-bit
+// ones four times) plus two, never more than its .reg declarations hold, and at most 255.
 uint32_t registersPerThread(const ptx::Function& fn, const SmLimits& sm = kH100);
 
 // Blocks of `threadsPerBlock` threads, `registersPerThread` registers each and `sharedBytes` of

@@ -190,6 +190,7 @@ struct Function {
                                // (arguments, returns and the .param variables it declares for calls)
   uint32_t registers = 0;      // register slots used (every declared register, predicates included)
   std::vector<Type> registerTypes;  // declared type of each slot (for occupancy: 32-bit words)
+  uint32_t liveRegisterWords = 0;   // the most 32-bit words live at once (liveness.h)
   std::vector<std::string> registerNames;  // for reports
   uint32_t frameBytes = 0;     // the per-thread parameter frame an activation needs: a .func's
                                // paramBytes; an .entry's paramBytes (its kernel parameters) plus the

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "gpusim/ptx/cfg.h"
+#include "gpusim/ptx/liveness.h"
 #include "gpusim/ptx/parser_impl.h"
 
 namespace gpusim::ptx {
@@ -567,6 +568,7 @@ void Parser::finishFunction() {
     in.ops[0].imm = it->second;
   }
   computeReconvergence(fn);
+  fn.liveRegisterWords = maxLiveRegisterWords(fn);
 }
 
 void Parser::finishModule() {

@@ -104,5 +104,38 @@ JOIN:
   EXPECT_EQ(instrs[2].target, 9u);
 }
 
+// Register pressure is what is live at once: a loop keeps its accumulator, counter and bound live
+// around the back edge, while values used once and dead (the loads' addresses) do not add up.
+TEST_F(Parser, LiveRegistersCountValuesHeldAtOnceNotDeclarations) {
+  ptx::Module m;
+  std::string log;
+  ASSERT_TRUE(ptx::parseModule(std::string(kHeader) + R"(
+.visible .entry k(.param .u64 k_p)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<10>;
+  .reg .f64 %fd<10>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [k_p];
+  mov.u32 %r1, 0;
+  mov.f64 %fd1, 0d0000000000000000;
+LOOP:
+  mul.wide.u32 %rd2, %r1, 8;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.f64 %fd2, [%rd3];
+  add.f64 %fd1, %fd1, %fd2;
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 100;
+  @%p1 bra LOOP;
+  st.global.f64 [%rd1], %fd1;
+  ret;
+}
+)",
+                              m, log))
+      << log;
+  // In the loop: %rd1 (2 words), %r1 (1), %fd1 (2), and at the address add %rd2 and %rd3 (2 + 2).
+  EXPECT_EQ(m.functions[0].liveRegisterWords, 9u);
+}
+
 }  // namespace
 }  // namespace gpusim
