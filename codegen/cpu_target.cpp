@@ -80,6 +80,11 @@ llvm::Value* CpuTarget::shuffleXor(llvm::IRBuilder<>&, llvm::Value*, int) {
   internalError(__FILE__, __LINE__, "the CPU target runs one lane per row: nothing to shuffle");
 }
 
+std::vector<llvm::Value*> CpuTarget::combineWarps(llvm::IRBuilder<>&, llvm::Value*, int,
+                                                  const std::vector<llvm::Value*>&, const CombineFn&) {
+  internalError(__FILE__, __LINE__, "the CPU target runs one lane per row: no warps to combine");
+}
+
 llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name,
                                        const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
                                        const WorkItemBodyFn& body) {

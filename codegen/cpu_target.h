@@ -32,7 +32,10 @@ class CpuTarget : public TargetHooks {
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
                              int64_t numItems, int lanes, const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 1; }
-  int rowLanes() const override { return 1; }
+  int rowLanes(const KernelGroup&) const override { return 1; }
+  // One lane per row: never called (an internal error if it is).
+  std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
+                                         const std::vector<llvm::Value*>& values, const CombineFn& combine) override;
   llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;
 
  private:

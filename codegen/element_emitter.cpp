@@ -1,6 +1,7 @@
 // The core of the shared element emitter: value representation and conversions, index
 // arithmetic, loops and branches, kernel errors, and the recursion from a value to its op.
 #include "codegen/element_emitter.h"
+#include "codegen/kernel_emitter.h"
 
 #include <llvm/IR/Constants.h>
 
@@ -305,7 +306,7 @@ void ElementEmitter::setCurrent(const Index& index, llvm::Value* linear, const S
 
 void ElementEmitter::emitLoopItem(llvm::Value* item) {
   std::vector<llvm::Value*> outputs(buffers_.begin() + static_cast<ptrdiff_t>(group_.inputs.size()), buffers_.end());
-  int64_t width = target_.elementsPerItem();
+  int64_t width = elementsPerItem(group_, target_);
   if (group_.segments.size() == 1) return emitSegmentItem(group_.segments[0], outputs, b.CreateMul(item, i64(width)));
   // Segments one after another in item space; each item lies in exactly one.
   int64_t begin = 0;
@@ -323,7 +324,7 @@ void ElementEmitter::emitLoopItem(llvm::Value* item) {
 void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<llvm::Value*>& outputs,
                                      llvm::Value* first) {
   const Shape& shape = segment.shape;
-  int64_t n = numElements(shape), width = target_.elementsPerItem();
+  int64_t n = numElements(shape), width = elementsPerItem(group_, target_);
   // The index of element first + j. When the last dim is a multiple of the width, an item never
   // crosses a row: one delinearisation, then the last index plus j (contiguous for broadcast
   // inputs too).
@@ -433,23 +434,25 @@ Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {
 Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
                                  const std::function<Values(llvm::Value* k, const Values&)>& add,
                                  const std::function<Values(const Values&, const Values&)>& combine) {
-  int64_t n = group_.rowLength(), lanes = target_.rowLanes();
+  int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_);
   Values acc = loop((n + lanes - 1) / lanes, init, [&](llvm::Value* iv, const Values& c) {
     llvm::Value* k = lanes == 1 ? iv : b.CreateAdd(lane, b.CreateMul(iv, i64(lanes)));
     if (n % lanes == 0) return add(k, c);
     return ifThen(b.CreateICmpULT(k, i64(n)), [&] { return add(k, c); }, c);
   });
-  // Butterfly: after log2(lanes) steps every lane holds the combination of all lanes.
-  for (int64_t mask = lanes / 2; mask >= 1; mask /= 2) {
+  // Butterfly within each warp: after log2 steps every lane holds its warp's combination.
+  for (int64_t mask = std::min<int64_t>(lanes, kWarpSize) / 2; mask >= 1; mask /= 2) {
     Values other;
     for (llvm::Value* v : acc) other.push_back(target_.shuffleXor(b, v, static_cast<int>(mask)));
     acc = combine(acc, other);
   }
+  // A row wider than a warp: the warps' values, in warp order.
+  if (lanes > kWarpSize) acc = target_.combineWarps(b, lane, static_cast<int>(lanes), acc, combine);
   return acc;
 }
 
 void ElementEmitter::forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body) {
-  int64_t n = group_.rowLength(), lanes = target_.rowLanes();
+  int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_);
   loop((n + lanes - 1) / lanes, {}, [&](llvm::Value* iv, const Values&) {
     llvm::Value* k = lanes == 1 ? iv : b.CreateAdd(lane, b.CreateMul(iv, i64(lanes)));
     if (n % lanes == 0) {

@@ -9,9 +9,15 @@
 
 namespace kiln::codegen {
 
+int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target) {
+  for (const Op* op : group.ops)
+    if (op->info().cls == OpClass::Reduction) return 1;
+  return target.elementsPerItem();
+}
+
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row) return group.numRows();
-  int64_t width = target.elementsPerItem(), items = 0;
+  int64_t width = elementsPerItem(group, target), items = 0;
   for (const Segment& s : group.segments) items += (numElements(s.shape) + width - 1) / width;
   return items;
 }
@@ -24,7 +30,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
       for (const Value* v : *values) alignments.push_back(bufferAlignment(v));
     bool row = group->kind == KernelKind::Row;
     llvm::Function* kernel = target.emitKernel(
-        module, group->name, alignments, numWorkItems(*group, target), row ? target.rowLanes() : 1,
+        module, group->name, alignments, numWorkItems(*group, target), row ? target.rowLanes(*group) : 1,
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
             llvm::Value* lane) {
           ElementEmitter emitter(b, target, *group, buffers, status, errors);

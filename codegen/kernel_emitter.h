@@ -21,6 +21,12 @@ struct KernelError {
   SourceLoc loc;
 };
 
+// The elements one work item of the loop kernel `group` computes: the target's elementsPerItem(),
+// except 1 for a kernel with a reduction in it. There each element reads along the reduced axes,
+// and with one element per thread neighbouring threads read neighbouring addresses at every step
+// (a column sum's warp reads 128 contiguous bytes); four per thread would stride them by four.
+int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target);
+
 // The work items of `group`'s kernel on `target`: rows, or groups of elementsPerItem() elements.
 // The runtime launches (CPU: splits) exactly this many.
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target);

@@ -3,6 +3,7 @@
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include "codegen/kernel_plan.h"
 #include "ir/status.h"
 
 namespace kiln::codegen {
@@ -100,6 +101,65 @@ llvm::Value* NvptxTarget::shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int l
   llvm::Value* high = shuffle32(b.CreateTrunc(b.CreateLShr(x, 32), b.getInt32Ty()));
   llvm::Value* joined = b.CreateOr(b.CreateZExt(low, b.getInt64Ty()), b.CreateShl(b.CreateZExt(high, b.getInt64Ty()), 32));
   return b.CreateBitCast(joined, type);
+}
+
+int NvptxTarget::rowLanes(const KernelGroup& group) const {
+  bool fewRows = group.numRows() < kResidentWarps;
+  return fewRows && group.rowLength() >= kBlockRowMinLength ? kThreadsPerBlock : kWarpSize;
+}
+
+namespace {
+
+// A value's bits in an i64 (shared-memory slots are 64 bits wide), and back.
+llvm::Value* toBits(llvm::IRBuilder<>& b, llvm::Value* v) {
+  unsigned bits = v->getType()->getPrimitiveSizeInBits();
+  llvm::Value* asInt = b.CreateBitCast(v, b.getIntNTy(bits));
+  return bits == 64 ? asInt : b.CreateZExt(asInt, b.getInt64Ty());
+}
+
+llvm::Value* fromBits(llvm::IRBuilder<>& b, llvm::Value* bits, llvm::Type* type) {
+  unsigned width = type->getPrimitiveSizeInBits();
+  return b.CreateBitCast(width == 64 ? bits : b.CreateTrunc(bits, b.getIntNTy(width)), type);
+}
+
+}  // namespace
+
+std::vector<llvm::Value*> NvptxTarget::combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
+                                                    const std::vector<llvm::Value*>& values, const CombineFn& combine) {
+  KILN_INTERNAL_CHECK(lanes > kWarpSize && lanes % kWarpSize == 0, "combineWarps needs whole warps, more than one");
+  const uint64_t warps = static_cast<uint64_t>(lanes / kWarpSize);
+  llvm::Function* kernel = b.GetInsertBlock()->getParent();
+  llvm::Module& module = *kernel->getParent();
+  // partials[v * warps + w]: value v of warp w.
+  auto* type = llvm::ArrayType::get(b.getInt64Ty(), values.size() * warps);
+  auto* partials = new llvm::GlobalVariable(module, type, false, llvm::GlobalValue::InternalLinkage,
+                                            llvm::UndefValue::get(type), kernel->getName() + ".partials", nullptr,
+                                            llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
+  partials->setAlignment(llvm::Align(8));
+  auto slot = [&](size_t v, llvm::Value* warp) {
+    llvm::Value* index = b.CreateAdd(b.getInt64(v * warps), warp);
+    return b.CreateInBoundsGEP(type, partials, {b.getInt64(0), index});
+  };
+  llvm::LLVMContext& ctx = b.getContext();
+  auto* write = llvm::BasicBlock::Create(ctx, "warps.write", kernel);
+  auto* written = llvm::BasicBlock::Create(ctx, "warps.written", kernel);
+  llvm::Value* warp = b.CreateUDiv(lane, b.getInt64(kWarpSize));
+  b.CreateCondBr(b.CreateICmpEQ(b.CreateURem(lane, b.getInt64(kWarpSize)), b.getInt64(0)), write, written);
+  b.SetInsertPoint(write);
+  for (size_t v = 0; v < values.size(); ++v) b.CreateStore(toBits(b, values[v]), slot(v, warp));
+  b.CreateBr(written);
+  b.SetInsertPoint(written);
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  auto read = [&](uint64_t w) {
+    std::vector<llvm::Value*> out;
+    for (size_t v = 0; v < values.size(); ++v)
+      out.push_back(fromBits(b, b.CreateLoad(b.getInt64Ty(), slot(v, b.getInt64(w))), values[v]->getType()));
+    return out;
+  };
+  std::vector<llvm::Value*> total = read(0);
+  for (uint64_t w = 1; w < warps; ++w) total = combine(total, read(w));
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  return total;
 }
 
 llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string& name,

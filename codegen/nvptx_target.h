@@ -35,9 +35,26 @@ class NvptxTarget : public TargetHooks {
   // split back into scalar loads (a plain vector load whose elements are only extracted, it does).
   llvm::Value* loadVector(llvm::IRBuilder<>& b, llvm::Type* type, llvm::Value* ptr, unsigned width,
                           uint64_t align) override;
-  int rowLanes() const override { return 32; }
+  // A warp per row (each lane takes every 32nd element, warp shuffles combine them) while the
+  // rows' warps can fill the device; a block per row (kThreadsPerBlock lanes, shuffles, then the
+  // warps' values through shared memory) when there are fewer rows than the warps an H100 holds
+  // at once and each row has at least kBlockRowMinLength elements.
+  int rowLanes(const KernelGroup& group) const override;
   // shfl.sync.bfly.b32 over the full warp; 64-bit values go as two halves.
   llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;
+  // Each warp's lane 0 writes its values to a shared-memory array of the kernel's own
+  // (<kernel>.partials), bar.sync, every lane reads them all back in warp order, bar.sync again
+  // (so the next row's writes cannot overtake a slow warp's reads).
+  std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
+                                         const std::vector<llvm::Value*>& values, const CombineFn& combine) override;
+
+  // The threads per block every generated kernel is launched with (the runtime's launch shape),
+  // and so a block-per-row kernel's lanes.
+  static constexpr int kThreadsPerBlock = 256;
+  // A row this long or longer gets a block when the rows are few (rowLanes).
+  static constexpr int64_t kBlockRowMinLength = 1024;
+  // Warps an H100 holds resident at once (132 SMs x 64): fewer rows than this leave it idle.
+  static constexpr int64_t kResidentWarps = 132 * 64;
 
  private:
   bool fastMath_;

@@ -19,7 +19,7 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 std::vector<std::string> knownPassNames() {
   std::vector<std::string> known;
   for (const passes::PassInfo& p : passes::registeredPasses()) known.emplace_back(p.name);
-  for (const std::string& name : passes::defaultPipeline())
+  for (const std::string& name : passes::defaultPipeline(/*forGpu=*/true))
     if (!contains(known, name)) known.push_back(name);
   return known;
 }
@@ -37,17 +37,17 @@ Status checkDisabledPasses(const std::vector<std::string>& names) {
   return {};
 }
 
-Expected<std::vector<std::string>> enabledPasses(const std::vector<std::string>& disabled) {
+Expected<std::vector<std::string>> enabledPasses(const std::vector<std::string>& disabled, Target target) {
   KILN_TRY(checkDisabledPasses(disabled));
   std::vector<std::string> enabled;
   if (contains(disabled, "all")) return enabled;
-  for (const std::string& name : passes::defaultPipeline())
+  for (const std::string& name : passes::defaultPipeline(target == Target::Cuda))
     if (!contains(disabled, name) && passes::findPass(name)) enabled.push_back(name);
   return enabled;
 }
 
 Expected<OptimizedFunction> optimizeFunction(const Function& function, const CompileOptions& options) {
-  auto names = enabledPasses(options.disabledPasses);
+  auto names = enabledPasses(options.disabledPasses, options.target);
   if (!names) return names.error();
   OptimizedFunction result;
   {

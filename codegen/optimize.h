@@ -24,9 +24,10 @@ struct OptimizedFunction {
 // are not registered yet, and "all". Unknown names give "unknown pass 'x' (passes: ..., all)".
 Status checkDisabledPasses(const std::vector<std::string>& names);
 
-// The passes that run for `disabled`: defaultPipeline() in order, minus the disabled ones and
-// minus names not registered (yet), so a pipeline that names a pass before it lands still works.
-Expected<std::vector<std::string>> enabledPasses(const std::vector<std::string>& disabled);
+// The passes that run for `disabled` on `target`: its defaultPipeline() in order (the GPU's adds
+// split-reductions), minus the disabled ones and minus names not registered (yet), so a pipeline
+// that names a pass before it lands still works.
+Expected<std::vector<std::string>> enabledPasses(const std::vector<std::string>& disabled, Target target);
 
 // Clones `function` into a new module and runs enabledPasses(options.disabledPasses) on it, the
 // verifier after each. With options.dumpDir set, writes NN-<pass>.kiln there after each pass

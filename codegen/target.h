@@ -11,6 +11,11 @@
 
 namespace kiln::codegen {
 
+struct KernelGroup;
+
+// Threads of a GPU warp: shuffleXor reaches across this many lanes; wider rows need combineWarps.
+inline constexpr int kWarpSize = 32;
+
 // Float math the element emitter cannot express as plain LLVM instructions.
 enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Asin, Acos, Atan, Pow, Floor, Ceil, Fabs };
 
@@ -19,6 +24,9 @@ enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Asin, Acos, Atan
 // the i64 index of this thread among the `lanes` threads that share the item (0 when lanes is 1).
 using WorkItemBodyFn = std::function<void(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
                                           llvm::Value* status, llvm::Value* item, llvm::Value* lane)>;
+// Combines two lanes' (or warps') partial values of a row reduction into one.
+using CombineFn = std::function<std::vector<llvm::Value*>(const std::vector<llvm::Value*>&,
+                                                          const std::vector<llvm::Value*>&)>;
 
 class TargetHooks {
  public:
@@ -30,7 +38,7 @@ class TargetHooks {
   // Defines the kernel `name` in `module` with this target's ABI for `numBuffers` buffers and an
   // error word, and a loop over work items [0, numItems) that runs `body` once per item on each of
   // `lanes` threads (1, or rowLanes() for row kernels). All lanes of an item run the same code, so
-  // they may exchange values with shuffleXor.
+  // they may exchange values with shuffleXor (and combineWarps).
   virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name,
                                      const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
                                      const WorkItemBodyFn& body) = 0;
@@ -44,11 +52,18 @@ class TargetHooks {
                                   uint64_t align) {
     return b.CreateAlignedLoad(llvm::FixedVectorType::get(type, width), ptr, llvm::Align(align));
   }
-  // How many threads share one row of a row kernel: a warp (32) on the GPU, 1 on the CPU.
-  virtual int rowLanes() const = 0;
+  // How many threads share one row of the row kernel `group`: 1 on the CPU; on the GPU a warp (32),
+  // or a whole block for rows too few for their warps to fill the device (nvptx_target.h).
+  virtual int rowLanes(const KernelGroup& group) const = 0;
   // The value `v` (i32, i64, float or double) of the lane whose index is this lane's XOR
-  // `laneMask`, for butterfly reductions across a row's lanes. Only called when rowLanes() > 1.
+  // `laneMask`, for butterfly reductions across a warp's lanes. Only called when rowLanes() > 1.
   virtual llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) = 0;
+  // For rows shared by more lanes than a warp: `values`, already combined across each warp's
+  // lanes, combined across the row's warps in warp order (the same bits on every run) and given
+  // back to every lane. `lane` is the thread's index in the row (i64). Every thread of the block
+  // must reach it (it synchronises the block). Only called when rowLanes() > 32.
+  virtual std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
+                                                 const std::vector<llvm::Value*>& values, const CombineFn& combine) = 0;
 };
 
 }  // namespace kiln::codegen

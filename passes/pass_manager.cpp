@@ -15,6 +15,7 @@
 #include "passes/decompose.h"
 #include "passes/fusion.h"
 #include "passes/schedule_collectives.h"
+#include "passes/split_reductions.h"
 #include "passes/vectorize.h"
 
 namespace kiln::passes {
@@ -31,6 +32,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
        eliminateCommonSubexpressions},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
+      {"split-reductions",
+       "split reductions that would leave a GPU idle (full, few long rows, columns) into stages (GPU pipeline only)",
+       splitReductions},
       {"fusion", "group ops into fusion ops, one kernel each (loop, row reduction, library epilogue, multi-output)",
        fuseOps},
       {"schedule-collectives",
@@ -46,12 +50,15 @@ const PassInfo* findPass(std::string_view name) {
   return nullptr;
 }
 
-const std::vector<std::string>& defaultPipeline() {
-  // Simplify, expose primitives, batch maps, clean up, group what is left into kernels, then start
-  // each collective as early as its inputs allow.
-  static const std::vector<std::string> pipeline = {"canonicalize", "decompose", "vectorize", "cse",
-                                                    "dce",          "fusion",    "schedule-collectives"};
-  return pipeline;
+const std::vector<std::string>& defaultPipeline(bool forGpu) {
+  // Simplify, expose primitives, batch maps, clean up, (on a GPU, cut reductions that would leave
+  // it idle into stages,) group what is left into kernels, then start each collective as early as
+  // its inputs allow.
+  static const std::vector<std::string> host = {"canonicalize", "decompose", "vectorize", "cse",
+                                                "dce",          "fusion",    "schedule-collectives"};
+  static const std::vector<std::string> gpu = {"canonicalize", "decompose",        "vectorize", "cse", "dce",
+                                               "split-reductions", "fusion", "schedule-collectives"};
+  return forGpu ? gpu : host;
 }
 
 Status checkPassNames(const std::vector<std::string>& names) {

@@ -33,8 +33,9 @@ const PassInfo* findPass(std::string_view name);
 // "unknown pass 'x' (passes: cse, dce)" for the first unknown name, or ok.
 Status checkPassNames(const std::vector<std::string>& names);
 
-// The passes `kiln compile`, `kiln run` and Executable::compile run before codegen, in order.
-const std::vector<std::string>& defaultPipeline();
+// The passes `kiln compile`, `kiln run` and Executable::compile run before codegen, in order. The
+// GPU's pipeline adds split-reductions before fusion.
+const std::vector<std::string>& defaultPipeline(bool forGpu = false);
 
 // Runs the named passes in order on `module`. Unknown names are reported before anything runs.
 // A pass's own error comes back prefixed with its name; a module the verifier rejects after a pass

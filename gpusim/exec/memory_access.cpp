@@ -296,13 +296,15 @@ bool Executor::execMemory(Warp& warp, Frame& frame, const ptx::Instr& in, uint32
     }
   }
   if (anyShared) {
-    // Wavefronts: the most distinct words one bank serves, and at least one per 128 bytes moved.
+    // Wavefronts: the most distinct words one bank serves, and at least one per 128 distinct bytes
+    // moved (lanes reading the same word share it: a broadcast of one 64-bit value is one wavefront,
+    // 32 lanes reading 32 different 64-bit values are two).
     std::sort(sharedWords, sharedWords + sharedWordCount);
     uint32_t n = static_cast<uint32_t>(std::unique(sharedWords, sharedWords + sharedWordCount) - sharedWords);
     uint32_t perBank[32] = {};
     uint32_t worst = 0;
     for (uint32_t i = 0; i < n; ++i) worst = std::max(worst, ++perBank[sharedWords[i] % 32]);
-    uint32_t byBytes = static_cast<uint32_t>((uint64_t(lanes) * bytes + 127) / 128);
+    uint32_t byBytes = (n * 4 + 127) / 128;
     ++s.sharedRequests;
     s.sharedWavefronts += std::max(worst, std::max<uint32_t>(byBytes, 1));
   }

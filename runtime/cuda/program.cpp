@@ -15,7 +15,8 @@ namespace kiln::cuda {
 
 namespace {
 
-constexpr uint32_t kThreadsPerBlock = 256;
+// Every generated kernel's block; a block-per-row kernel relies on it (codegen/nvptx_target.h).
+constexpr uint32_t kThreadsPerBlock = codegen::NvptxTarget::kThreadsPerBlock;
 // CUDA graphs kept per program (one per set of parameter and result addresses).
 constexpr size_t kMaxGraphs = 8;
 
@@ -97,7 +98,7 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
     int perSm = 0;
     KILN_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, group->name, &perSm, k.function,
             static_cast<int>(kThreadsPerBlock), 0);
-    int lanes = group->kind == codegen::KernelKind::Row ? target.rowLanes() : 1;
+    int lanes = group->kind == codegen::KernelKind::Row ? target.rowLanes(*group) : 1;
     k.shape = launchShape(codegen::numWorkItems(*group, target), lanes, (*device)->multiprocessors(), perSm,
                           kThreadsPerBlock);
     k.library = codegen::selectLibraryCall(*group);

@@ -38,7 +38,12 @@ class TestTarget : public TargetHooks {
   }
 
   int elementsPerItem() const override { return 1; }
-  int rowLanes() const override { return 1; }
+  int rowLanes(const KernelGroup&) const override { return 1; }
+  std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>&, llvm::Value*, int, const std::vector<llvm::Value*>& values,
+                                         const CombineFn&) override {
+    ADD_FAILURE() << "combineWarps on a target with one lane per row";
+    return values;
+  }
   llvm::Value* shuffleXor(llvm::IRBuilder<>&, llvm::Value* v, int) override { return v; }
 
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,

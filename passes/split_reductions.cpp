@@ -1,0 +1,210 @@
+#include "passes/split_reductions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ir/shape_rules.h"
+#include "passes/rewrite.h"
+
+namespace kiln::passes {
+
+namespace {
+
+// Sized for an H100-class GPU: 132 SMs, eight 256-thread blocks each at once.
+constexpr int64_t kDeviceBlocks = 132 * 8;
+constexpr int64_t kDeviceThreads = kDeviceBlocks * 256;
+// Reductions reading fewer elements than this are left alone: one block reads them quickly.
+constexpr int64_t kMinSplitElements = int64_t{1} << 16;
+// A chunk of a row is at least this long (a block's 256 lanes, 16 elements each); a chunk of
+// columns at least this many rows.
+constexpr int64_t kMinRowChunk = 4096;
+constexpr int64_t kMinColumnChunk = 8;
+// Rows a row reduction needs before its blocks fill the device without splitting.
+constexpr int64_t kEnoughRows = kDeviceBlocks / 2;
+
+bool isReduction(OpKind k) {
+  return k == OpKind::ReduceSum || k == OpKind::ReduceMean || k == OpKind::ReduceMax || k == OpKind::ReduceMin ||
+         k == OpKind::ReduceProd;
+}
+
+// The value padding may add without changing the result, or none (integer max/min/prod).
+std::optional<double> identity(OpKind k, DType t) {
+  switch (k) {
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMean: return 0.0;
+    case OpKind::ReduceProd: return isFloat(t) ? std::optional<double>(1.0) : std::nullopt;
+    case OpKind::ReduceMax: return isFloat(t) ? std::optional<double>(-INFINITY) : std::nullopt;
+    case OpKind::ReduceMin: return isFloat(t) ? std::optional<double>(INFINITY) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+// How to cut an extent of `n` into `parts` chunks of `chunk` (the last padded by `pad`).
+struct Cut {
+  int64_t parts = 1, chunk = 0, pad = 0;
+};
+
+// About `wanted` parts of at least `minChunk` each: an exact divisor of n near that if there is one
+// (no padding to copy), else equal chunks with the last padded (when there is an identity to pad
+// with). parts == 1: not worth splitting.
+Cut cutExtent(int64_t n, int64_t wanted, int64_t minChunk, bool canPad) {
+  int64_t parts = std::clamp<int64_t>(wanted, 1, n / minChunk);
+  if (parts <= 1) return {};
+  for (int64_t p = parts; p >= std::max<int64_t>(2, parts / 2); --p)
+    if (n % p == 0) return {p, n / p, 0};
+  if (!canPad) return {};
+  int64_t chunk = (n + parts - 1) / parts;
+  parts = (n + chunk - 1) / chunk;
+  return {parts, chunk, parts * chunk - n};
+}
+
+// Builds the stages in front of one reduction and replaces it.
+class Splitter {
+ public:
+  explicit Splitter(Op& op) : op_(op), kind_(op.kind()), dtype_(op.operand(0)->type().dtype) {}
+
+  // Reduces `x` ([outer..., n, inner...] as one [outer, n, inner] view) over its middle extent in
+  // `cut.parts` chunks: returns [outer, inner] without the extents of 1 (in the accumulation dtype,
+  // sums not yet divided). Leaving out unit extents keeps a column sum's second stage a plain
+  // column sum, which the pass may split again.
+  Value* reduceMiddle(Value* x, int64_t outer, int64_t n, int64_t inner, const Cut& cut) {
+    Shape view, chunked;
+    if (outer > 1) view.push_back(outer), chunked.push_back(outer);
+    int64_t nAxis = static_cast<int64_t>(view.size());
+    view.push_back(n);
+    chunked.insert(chunked.end(), {cut.parts, cut.chunk});
+    if (inner > 1) view.push_back(inner), chunked.push_back(inner);
+    Value* v = reshape(x, view);
+    if (cut.pad > 0) {
+      std::vector<int64_t> pads(2 * view.size(), 0);
+      pads[view.size() + static_cast<size_t>(nAxis)] = cut.pad;
+      v = op(OpKind::Pad, {v}, {{"pads", Attr::ints(pads)}, {"value", Attr(*identity(kind_, dtype_))}});
+    }
+    v = widen(reshape(v, chunked));
+    OpKind partial = kind_ == OpKind::ReduceMean ? OpKind::ReduceSum : kind_;
+    v = op(partial, {v}, {{"axes", Attr::ints({nAxis + 1})}, {"keepdims", Attr(false)}});
+    return op(partial, {v}, {{"axes", Attr::ints({nAxis})}, {"keepdims", Attr(false)}});
+  }
+
+  // The unsplit reduction's result from a [outer, inner] total over `count` elements each.
+  void finish(Value* total, int64_t count) {
+    if (kind_ == OpKind::ReduceMean)
+      total = op(OpKind::Div, {total, insertConstantBefore(op_, Tensor::scalar(total->type().dtype, double(count)))});
+    if (total->type().dtype != dtype_) total = op(OpKind::Cast, {total}, {{"to", Attr(dtype_)}});
+    Value* result = reshape(total, op_.result()->type().shape);
+    result->setName(op_.result()->name());
+    replaceOp(op_, result);
+  }
+
+  // The same reduction over other axes of `x` (the batch-norm case's outer stage).
+  Value* reduceAxes(Value* x, const std::vector<int64_t>& axes) {
+    return op(kind_ == OpKind::ReduceMean ? OpKind::ReduceSum : kind_, {widen(x)},
+              {{"axes", Attr::ints(axes)}, {"keepdims", Attr(false)}});
+  }
+
+ private:
+  Value* op(OpKind kind, const std::vector<Value*>& operands, AttrList attrs = {}) {
+    return insertOpBefore(op_, kind, operands, std::move(attrs));
+  }
+  Value* reshape(Value* v, const Shape& shape) {
+    return v->type().shape == shape ? v : op(OpKind::Reshape, {v}, {{"shape", Attr::ints(shape)}});
+  }
+  // Float sums, means and products accumulate the chunks in f64: the result rounds once.
+  Value* widen(Value* v) {
+    bool exact = kind_ == OpKind::ReduceMax || kind_ == OpKind::ReduceMin || !isFloat(dtype_) || dtype_ == DType::F64;
+    return exact || v->type().dtype == DType::F64 ? v : op(OpKind::Cast, {v}, {{"to", Attr(DType::F64)}});
+  }
+
+  Op& op_;
+  OpKind kind_;
+  DType dtype_;
+};
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= s[d];
+  return p;
+}
+
+// Splits `op` if it would leave the device idle; whether it did.
+bool split(Op& op) {
+  const TensorType& xt = op.operand(0)->type();
+  if (xt.numElements() < kMinSplitElements) return false;
+  std::optional<std::vector<int64_t>> given;
+  if (const Attr* a = op.findAttr("axes")) given = a->getIntList();
+  auto normalized = reductionAxes(given, xt.rank());
+  if (!normalized.ok() || normalized->empty()) return false;
+  std::vector<int> axes = *normalized;
+  std::sort(axes.begin(), axes.end());
+  const int rank = xt.rank();
+  bool canPad = identity(op.kind(), xt.dtype).has_value();
+  Splitter s(op);
+  // The reduced axes that end the shape (a suffix), and whether the rest of them start it.
+  size_t suffix = 0;
+  while (suffix < axes.size() && axes[axes.size() - 1 - suffix] == rank - 1 - static_cast<int>(suffix)) ++suffix;
+  size_t firstSuffixAxis = static_cast<size_t>(rank) - suffix;
+  bool prefix = true;
+  for (size_t i = 0; i < axes.size(); ++i) prefix = prefix && axes[i] == static_cast<int>(i);
+
+  if (suffix == axes.size()) {
+    // Rows: [outer, n]. Few rows: each row over several blocks.
+    int64_t rows = product(xt.shape, 0, firstSuffixAxis), n = product(xt.shape, firstSuffixAxis, rank);
+    if (rows >= kEnoughRows) return false;
+    Cut cut = cutExtent(n, (kDeviceBlocks + rows - 1) / rows, kMinRowChunk, canPad);
+    if (cut.parts <= 1) return false;
+    s.finish(s.reduceMiddle(op.operand(0), rows, n, 1, cut), n);
+    return true;
+  }
+  if (prefix) {
+    // Columns: [n, inner]. Enough chunks of rows that the first stage's outputs fill the device.
+    int64_t n = product(xt.shape, 0, axes.size()), inner = product(xt.shape, axes.size(), rank);
+    Cut cut = cutExtent(n, (kDeviceThreads + inner - 1) / inner, kMinColumnChunk, canPad);
+    if (cut.parts <= 1) return false;
+    s.finish(s.reduceMiddle(op.operand(0), 1, n, inner, cut), n);
+    return true;
+  }
+  if (suffix > 0) {
+    // The innermost axes first (contiguous rows, a row kernel), then the outer ones on the result,
+    // whose axes keep their numbers. Each stage may be split again when the pass revisits it.
+    std::vector<int64_t> inner, outer;
+    for (int a : axes) (static_cast<size_t>(a) >= firstSuffixAxis ? inner : outer).push_back(a);
+    Value* rows = s.reduceAxes(op.operand(0), inner);
+    s.finish(s.reduceAxes(rows, outer), xt.numElements() / op.result()->type().numElements());
+    return true;
+  }
+  return false;
+}
+
+void collect(Block& block, std::vector<Op*>& out) {
+  for (const std::unique_ptr<Op>& owned : block.ops()) {
+    Op* op = owned.get();
+    if (isReduction(op->kind())) out.push_back(op);
+    for (size_t r = 0; r < op->numRegions(); ++r) collect(*op->region(r), out);
+  }
+}
+
+}  // namespace
+
+PassResult splitReductions(Module& module, PassContext& context) {
+  bool changed = false;
+  for (const std::unique_ptr<Function>& f : module.functions()) {
+    // New stages may need splitting in turn (a column sum's first stage can still be long): repeat
+    // until none splits. Each round divides a reduced extent by at least 8, so this ends quickly.
+    for (bool again = true; again;) {
+      again = false;
+      std::vector<Op*> reductions;
+      collect(f->body(), reductions);
+      for (Op* op : reductions) {
+        std::string name(op->name()), type = op->operand(0)->type().str();
+        SourceLoc loc = op->loc();
+        if (!split(*op)) continue;  // (split erases op)
+        context.remark(name, loc, name + " of " + type + " split into stages that fill the GPU");
+        again = changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace kiln::passes
