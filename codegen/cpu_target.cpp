@@ -85,6 +85,14 @@ std::vector<llvm::Value*> CpuTarget::combineWarps(llvm::IRBuilder<>&, llvm::Valu
   internalError(__FILE__, __LINE__, "the CPU target runs one lane per row: no warps to combine");
 }
 
+llvm::GlobalVariable* CpuTarget::sharedArray(llvm::IRBuilder<>&, llvm::Type*, uint64_t, const std::string&) {
+  internalError(__FILE__, __LINE__, "the CPU target has no shared memory");
+}
+
+void CpuTarget::syncBlock(llvm::IRBuilder<>&) {
+  internalError(__FILE__, __LINE__, "the CPU target has no thread blocks");
+}
+
 llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name,
                                        const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
                                        const WorkItemBodyFn& body) {

@@ -36,6 +36,10 @@ class CpuTarget : public TargetHooks {
   // One lane per row: never called (an internal error if it is).
   std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
                                          const std::vector<llvm::Value*>& values, const CombineFn& combine) override;
+  // No shared memory or block on the CPU: never called (internal errors).
+  llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
+                                    const std::string& what) override;
+  void syncBlock(llvm::IRBuilder<>& b) override;
   llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;
 
  private:

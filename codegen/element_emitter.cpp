@@ -425,6 +425,88 @@ void ElementEmitter::preloadInputs(const Shape& shape, const std::vector<Index>&
   }
 }
 
+void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, llvm::Value* lane) {
+  const Shape& shape = tile.shape;
+  const size_t a = static_cast<size_t>(tile.inputInnerAxis), last = shape.size() - 1;
+  // Where the tile is: its index along every untiled axis, its first element along a and last.
+  Shape grid = shape;
+  grid[a] = (shape[a] + kTile - 1) / kTile;
+  grid[last] = (shape[last] + kTile - 1) / kTile;
+  const Index where = delinearize(item, grid);
+  llvm::Value* tx = b.CreateURem(lane, i64(kTile));
+  llvm::Value* ty = b.CreateUDiv(lane, i64(kTile));
+  llvm::Value* firstA = b.CreateMul(where[a], i64(kTile));
+  llvm::Value* firstLast = b.CreateMul(where[last], i64(kTile));
+  auto outputIndex = [&](llvm::Value* alongA, llvm::Value* alongLast) {
+    Index o = where;
+    o[a] = alongA;
+    o[last] = alongLast;
+    return o;
+  };
+  // As the transpose emitter builds it (emit_layout.cpp), from the same values: the preloaded
+  // element below is found by this very index.
+  const std::vector<int64_t> perm = tile.transpose->intsAttr("perm");
+  auto sourceIndex = [&](const Index& o) {
+    Index source(o.size());
+    for (size_t d = 0; d < perm.size(); ++d) source[static_cast<size_t>(perm[d])] = o[d];
+    return source;
+  };
+  auto inside = [&](llvm::Value* alongA, llvm::Value* alongLast) {
+    return b.CreateAnd(b.CreateICmpULT(alongA, i64(shape[a])), b.CreateICmpULT(alongLast, i64(shape[last])));
+  };
+  DType t = tile.input->type().dtype;
+  llvm::Type* storage = storageType(t);
+  // tile[l][k]: the element at (firstA + k, firstLast + l); rows padded by one so that a warp
+  // reading a column touches 32 different banks. Elements narrower than a 32-bit bank word are
+  // held widened: threads never share a word, and a column read stays conflict-free.
+  unsigned bits = storage->getPrimitiveSizeInBits();
+  llvm::Type* held = bits < 32 ? b.getInt32Ty() : storage;
+  auto hold = [&](llvm::Value* v) { return bits < 32 ? b.CreateZExt(b.CreateBitCast(v, b.getIntNTy(bits)), held) : v; };
+  auto unhold = [&](llvm::Value* v) {
+    return bits < 32 ? b.CreateBitCast(b.CreateTrunc(v, b.getIntNTy(bits)), storage) : v;
+  };
+  llvm::GlobalVariable* smem = target_.sharedArray(b, held, kTile * (kTile + 1), "tile");
+  auto slot = [&](llvm::Value* l, llvm::Value* k) {
+    llvm::Value* offset = b.CreateAdd(b.CreateMul(l, i64(kTile + 1)), k);
+    return b.CreateInBoundsGEP(smem->getValueType(), smem, {i64(0), offset});
+  };
+  llvm::Value* input = buffers_[static_cast<size_t>(inputIndex_.at(tile.input))];
+  const Shape& inputShape = tile.input->type().shape;
+  // Reads: a warp covers 32 consecutive elements along a, the input's innermost axis.
+  for (int64_t r = 0; r < kTile; r += kTileRows) {
+    llvm::Value* l = b.CreateAdd(ty, i64(r));
+    llvm::Value* alongA = b.CreateAdd(firstA, tx), *alongLast = b.CreateAdd(firstLast, l);
+    ifThen(inside(alongA, alongLast), [&] {
+      llvm::Value* ptr = b.CreateInBoundsGEP(storage, input, linearize(sourceIndex(outputIndex(alongA, alongLast)), inputShape));
+      b.CreateStore(hold(b.CreateLoad(storage, ptr)), slot(l, tx));
+      return Values{};
+    }, {});
+  }
+  target_.syncBlock(b);
+  // Writes: a warp covers 32 consecutive elements along the output's innermost axis.
+  size_t numInputs = group_.inputs.size();
+  for (int64_t r = 0; r < kTile; r += kTileRows) {
+    llvm::Value* k = b.CreateAdd(ty, i64(r));
+    llvm::Value* alongA = b.CreateAdd(firstA, k), *alongLast = b.CreateAdd(firstLast, tx);
+    ifThen(inside(alongA, alongLast), [&] {
+      Index o = outputIndex(alongA, alongLast);
+      preloaded_.push_back({{tile.input, sourceIndex(o)}, fromStorage(unhold(b.CreateLoad(held, slot(tx, k))), t)});
+      llvm::Value* linear = linearize(o, shape);
+      setCurrent(o, linear, shape);
+      std::vector<llvm::Value*> values;  // every output before any store, as emitSegmentItem does
+      for (const Value* out : group_.outputs) values.push_back(emit(out, currentIndex_));
+      for (size_t j = 0; j < values.size(); ++j) {
+        DType ot = group_.outputs[j]->type().dtype;
+        b.CreateStore(toStorage(values[j], ot), b.CreateInBoundsGEP(storageType(ot), buffers_[numInputs + j], linear));
+      }
+      preloaded_.clear();
+      currentLinear_ = nullptr;
+      return Values{};
+    }, {});
+  }
+  target_.syncBlock(b);  // the next tile's writes to shared memory wait for this tile's reads
+}
+
 Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {
   Index index = rowIndex;
   while (index.size() < shape.size()) index.push_back(i64(0));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "codegen/kernel_emitter.h"
+#include "codegen/transpose_tile.h"
 
 namespace kiln::codegen {
 
@@ -46,6 +47,11 @@ class ElementEmitter {
   // consecutive elements of one segment's outputs (all of them first, then the stores, so the
   // target can merge neighbouring loads and stores into vector ones), with a guarded tail.
   void emitLoopItem(llvm::Value* item);
+  // Tiled transposes (transpose_tile.h), on a GPU block of kTile x kTileRows threads, `lane` the
+  // thread's index in it: tile `item` of the input is read into shared memory with consecutive
+  // threads on consecutive input addresses, then the outputs are computed and stored with
+  // consecutive threads on consecutive output addresses, the transposed input read from the tile.
+  void emitTileItem(const TransposeTile& tile, llvm::Value* item, llvm::Value* lane);
   // Row kernels: row `row`, on lane `lane` of the target's rowLanes(): the row values once (each
   // reduction accumulated per lane, then combined across lanes), then the row's full outputs.
   void emitRow(llvm::Value* row, llvm::Value* lane);

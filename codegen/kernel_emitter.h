@@ -27,7 +27,12 @@ struct KernelError {
 // (a column sum's warp reads 128 contiguous bytes); four per thread would stride them by four.
 int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target);
 
-// The work items of `group`'s kernel on `target`: rows, or groups of elementsPerItem() elements.
+// The threads that share one work item of `group` on `target`: a row's lanes (rowLanes), a
+// block for a tiled transpose (transpose_tile.h), else 1. The runtime launches blocks whose size
+// is a multiple of it.
+int lanesPerItem(const KernelGroup& group, const TargetHooks& target);
+
+// The work items of `group`'s kernel on `target`: rows, tiles, or groups of elementsPerItem() elements.
 // The runtime launches (CPU: splits) exactly this many.
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target);
 

@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "codegen/library_call.h"
+#include "codegen/nvptx_target.h"
 #include "codegen/optimize.h"
+#include "codegen/transpose_tile.h"
 
 namespace kiln::codegen {
 
@@ -18,6 +20,15 @@ std::string layoutText(const KernelGroup& group) {
   if (group.segments.empty())
     for (size_t i = 0; i < group.outputs.size(); ++i) text += (i ? " + " : " ") + shapeStr(group.outputs[i]->type().shape);
   return text;
+}
+
+// How the GPU spreads the kernel's work over its threads, where that is not one thread per
+// element or four (codegen/nvptx_target.h, transpose_tile.h).
+std::string gpuStrategy(const KernelGroup& group) {
+  NvptxTarget target;
+  if (group.kind == KernelKind::Row) return target.rowLanes(group) > kWarpSize ? "a block per row" : "a warp per row";
+  if (target.tilesTransposes() && transposeTile(group)) return "32x32 tiles through shared memory";
+  return "";
 }
 
 double flopsOf(const KernelGroup& group) {
@@ -45,6 +56,8 @@ KernelReport reportKernel(const KernelGroup& group, const std::string& region, T
   KernelReport r;
   r.name = group.name;
   r.layout = layoutText(group);
+  if (std::string strategy = target == Target::Cuda ? gpuStrategy(group) : ""; !strategy.empty())
+    r.layout += ", " + strategy;
   // On the GPU a library kernel runs as a cuBLASLt/cuDNN call when it can; its generated kernel
   // stays the fallback (for no algorithm at run time), so both are named.
   if (target == Target::Cuda && hasLibraryOp(group)) {

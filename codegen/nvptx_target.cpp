@@ -124,21 +124,29 @@ llvm::Value* fromBits(llvm::IRBuilder<>& b, llvm::Value* bits, llvm::Type* type)
 
 }  // namespace
 
+llvm::GlobalVariable* NvptxTarget::sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
+                                              const std::string& what) {
+  llvm::Function* kernel = b.GetInsertBlock()->getParent();
+  auto* array = llvm::ArrayType::get(type, count);
+  auto* global = new llvm::GlobalVariable(*kernel->getParent(), array, false, llvm::GlobalValue::InternalLinkage,
+                                          llvm::UndefValue::get(array), kernel->getName() + "." + what, nullptr,
+                                          llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
+  global->setAlignment(llvm::Align(std::max<uint64_t>(8, type->getPrimitiveSizeInBits() / 8)));
+  return global;
+}
+
+void NvptxTarget::syncBlock(llvm::IRBuilder<>& b) { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
+
 std::vector<llvm::Value*> NvptxTarget::combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
                                                     const std::vector<llvm::Value*>& values, const CombineFn& combine) {
   KILN_INTERNAL_CHECK(lanes > kWarpSize && lanes % kWarpSize == 0, "combineWarps needs whole warps, more than one");
   const uint64_t warps = static_cast<uint64_t>(lanes / kWarpSize);
   llvm::Function* kernel = b.GetInsertBlock()->getParent();
-  llvm::Module& module = *kernel->getParent();
-  // partials[v * warps + w]: value v of warp w.
-  auto* type = llvm::ArrayType::get(b.getInt64Ty(), values.size() * warps);
-  auto* partials = new llvm::GlobalVariable(module, type, false, llvm::GlobalValue::InternalLinkage,
-                                            llvm::UndefValue::get(type), kernel->getName() + ".partials", nullptr,
-                                            llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
-  partials->setAlignment(llvm::Align(8));
+  // partials[v * warps + w]: value v of warp w, as 64 bits.
+  llvm::GlobalVariable* partials = sharedArray(b, b.getInt64Ty(), values.size() * warps, "partials");
   auto slot = [&](size_t v, llvm::Value* warp) {
     llvm::Value* index = b.CreateAdd(b.getInt64(v * warps), warp);
-    return b.CreateInBoundsGEP(type, partials, {b.getInt64(0), index});
+    return b.CreateInBoundsGEP(partials->getValueType(), partials, {b.getInt64(0), index});
   };
   llvm::LLVMContext& ctx = b.getContext();
   auto* write = llvm::BasicBlock::Create(ctx, "warps.write", kernel);
@@ -149,7 +157,7 @@ std::vector<llvm::Value*> NvptxTarget::combineWarps(llvm::IRBuilder<>& b, llvm::
   for (size_t v = 0; v < values.size(); ++v) b.CreateStore(toBits(b, values[v]), slot(v, warp));
   b.CreateBr(written);
   b.SetInsertPoint(written);
-  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  syncBlock(b);
   auto read = [&](uint64_t w) {
     std::vector<llvm::Value*> out;
     for (size_t v = 0; v < values.size(); ++v)
@@ -158,7 +166,7 @@ std::vector<llvm::Value*> NvptxTarget::combineWarps(llvm::IRBuilder<>& b, llvm::
   };
   std::vector<llvm::Value*> total = read(0);
   for (uint64_t w = 1; w < warps; ++w) total = combine(total, read(w));
-  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+  syncBlock(b);
   return total;
 }
 

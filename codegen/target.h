@@ -2,6 +2,7 @@
 // the kernel's entry point with its loop over output elements. Everything else is shared.
 #pragma once
 
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
@@ -64,6 +65,14 @@ class TargetHooks {
   // must reach it (it synchronises the block). Only called when rowLanes() > 32.
   virtual std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
                                                  const std::vector<llvm::Value*>& values, const CombineFn& combine) = 0;
+  // Whether loop kernels that read an input transposed go through a shared-memory tile
+  // (transpose_tile.h): on the GPU, whose loads and stores are coalesced per warp.
+  virtual bool tilesTransposes() const { return false; }
+  // GPU only: an array of `count` elements of `type` in shared memory, one per block, owned by the
+  // kernel being emitted (named <kernel>.<what>); and a barrier every thread of the block reaches.
+  virtual llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
+                                            const std::string& what) = 0;
+  virtual void syncBlock(llvm::IRBuilder<>& b) = 0;
 };
 
 }  // namespace kiln::codegen

@@ -98,7 +98,7 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
     int perSm = 0;
     KILN_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, group->name, &perSm, k.function,
             static_cast<int>(kThreadsPerBlock), 0);
-    int lanes = group->kind == codegen::KernelKind::Row ? target.rowLanes(*group) : 1;
+    int lanes = codegen::lanesPerItem(*group, target);
     k.shape = launchShape(codegen::numWorkItems(*group, target), lanes, (*device)->multiprocessors(), perSm,
                           kThreadsPerBlock);
     k.library = codegen::selectLibraryCall(*group);

@@ -44,6 +44,11 @@ class TestTarget : public TargetHooks {
     ADD_FAILURE() << "combineWarps on a target with one lane per row";
     return values;
   }
+  llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>&, llvm::Type*, uint64_t, const std::string&) override {
+    ADD_FAILURE() << "sharedArray on a target without shared memory";
+    return nullptr;
+  }
+  void syncBlock(llvm::IRBuilder<>&) override { ADD_FAILURE() << "syncBlock on a target without blocks"; }
   llvm::Value* shuffleXor(llvm::IRBuilder<>&, llvm::Value* v, int) override { return v; }
 
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,

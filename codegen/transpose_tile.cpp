@@ -1,0 +1,48 @@
+#include "codegen/transpose_tile.h"
+
+#include <algorithm>
+
+namespace kiln::codegen {
+
+namespace {
+constexpr int64_t kMinTiledElements = 1024;
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+int64_t TransposeTile::tiles() const {
+  int64_t n = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool tiled = static_cast<int>(d) == inputInnerAxis || d + 1 == shape.size();
+    n *= tiled ? ceilDiv(shape[d], kTile) : shape[d];
+  }
+  return n;
+}
+
+std::optional<TransposeTile> transposeTile(const KernelGroup& group) {
+  if (group.kind != KernelKind::Loop || group.segments.size() != 1) return std::nullopt;
+  const Shape& shape = group.segments[0].shape;
+  if (shape.size() < 2 || numElements(shape) < kMinTiledElements) return std::nullopt;
+  for (const Value* out : group.outputs)
+    if (out->type().shape != shape) return std::nullopt;
+  TransposeTile tile;
+  tile.shape = shape;
+  for (const Op* op : group.ops) {
+    if (op->kind() == OpKind::Transpose && !tile.transpose) {
+      tile.transpose = op;
+      continue;
+    }
+    if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != shape) return std::nullopt;
+  }
+  if (!tile.transpose || tile.transpose->result()->type().shape != shape) return std::nullopt;
+  tile.input = tile.transpose->operand(0);
+  if (std::find(group.inputs.begin(), group.inputs.end(), tile.input) == group.inputs.end()) return std::nullopt;
+  // Output axis d reads input axis perm[d]: the input's innermost axis lands on axis a.
+  std::vector<int64_t> perm = tile.transpose->intsAttr("perm");
+  int last = static_cast<int>(shape.size()) - 1;
+  auto a = std::find(perm.begin(), perm.end(), last) - perm.begin();
+  if (a == last) return std::nullopt;  // the innermost axis stays innermost: loads and stores agree
+  tile.inputInnerAxis = static_cast<int>(a);
+  return tile;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,32 @@
+// Loop kernels that read an input transposed, so that their loads and stores disagree on the
+// fastest-varying axis (transposes, NCHW <-> NHWC, permutes fused with elementwise ops). On the GPU
+// such a kernel goes through a shared-memory tile: a block reads a 32 x 32 tile of the input with
+// consecutive threads on consecutive input addresses, then writes the output with consecutive
+// threads on consecutive output addresses, each half coalesced (element_emitter.h, emitTileItem).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "codegen/kernel_plan.h"
+
+namespace kiln::codegen {
+
+struct TransposeTile {
+  const Value* input = nullptr;  // the group input the transpose reads
+  const Op* transpose = nullptr;
+  Shape shape;                   // the kernel's (only) segment shape: the output's
+  int inputInnerAxis = 0;        // the output axis the input's innermost axis becomes (not the last)
+  // Tiles of kTile x kTile over (inputInnerAxis, the last axis), for every index of the other axes.
+  int64_t tiles() const;
+};
+
+inline constexpr int64_t kTile = 32;      // a tile's side: a warp's width
+inline constexpr int64_t kTileRows = 8;   // rows of threads in a block: 8 x 32 = 256 threads
+
+// The tile layout of `group`, or nothing when it is not a loop kernel of one segment whose only
+// layout op is one transpose of an input moving the innermost axis (the other ops elementwise on
+// the output's shape), or it is too small (under 1,024 elements) to be worth a tile.
+std::optional<TransposeTile> transposeTile(const KernelGroup& group);
+
+}  // namespace kiln::codegen

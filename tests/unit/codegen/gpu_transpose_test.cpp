@@ -1,0 +1,85 @@
+// Tiled transposes on the GPU (codegen/transpose_tile.h): loop kernels that read an input with
+// its innermost axis moved go through a 32 x 32 shared-memory tile. Each equals the interpreter
+// (on the GPU simulator in CI, whose racecheck also guards the tile's barriers) over partial
+// tiles, 2-D to 4-D permutations, fused elementwise ops and broadcast operands, and every dtype
+// width; tests/lit/compile/transpose_tile.test pins the PTX.
+#include <gtest/gtest.h>
+
+#include "codegen/transpose_tile.h"
+#include "tests/unit/codegen/cpu_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+// The group the planner makes of `text`'s function (its first kernel).
+std::optional<codegen::TransposeTile> tileOf(const std::string& text) {
+  auto m = parseOrFail(text);
+  auto plan = codegen::planFunction(*m->entry());
+  EXPECT_FALSE(plan->groups.empty());
+  return codegen::transposeTile(plan->groups[0]);
+}
+
+TEST(TransposeTile, OnlyWhereTheInnermostAxisMoves) {
+  auto tile = tileOf("func @f(%x: f32[64,48]) -> f32[48,64] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
+  ASSERT_TRUE(tile);
+  EXPECT_EQ(tile->inputInnerAxis, 0);
+  EXPECT_EQ(tile->tiles(), 2 * 2);
+  auto nhwc = tileOf("func @f(%x: f32[2,8,40,40]) -> f32[2,40,40,8] {\n  %t = transpose %x {perm = [0, 2, 3, 1]}\n  return %t\n}\n");
+  ASSERT_TRUE(nhwc);
+  EXPECT_EQ(nhwc->inputInnerAxis, 2);        // the input's W lands on output axis 2
+  EXPECT_EQ(nhwc->tiles(), 2 * 40 * 2 * 1);  // N x H x ceil(W/32) x ceil(C/32)
+  // The innermost axis stays innermost: loads and stores already agree.
+  EXPECT_FALSE(tileOf("func @f(%x: f32[8,16,32]) -> f32[16,8,32] {\n  %t = transpose %x {perm = [1, 0, 2]}\n  return %t\n}\n"));
+  // Too small to be worth a tile.
+  EXPECT_FALSE(tileOf("func @f(%x: f32[16,16]) -> f32[16,16] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n"));
+}
+
+void expectMatches(const std::string& text, DiffOptions o = {}) {
+  auto m = parseOrFail(text);
+  ASSERT_TRUE(m);
+  expectSameAsInterpreter(*m->entry(), o);
+}
+
+TEST(GpuTransposeTile, EqualsTheInterpreter) {
+  // Partial tiles on both axes, and exact ones.
+  expectMatches("func @f(%x: f32[67,45]) -> f32[45,67] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
+  expectMatches("func @f(%x: f32[64,96]) -> f32[96,64] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
+  // 3-D and NCHW -> NHWC, NHWC -> NCHW.
+  expectMatches("func @f(%x: f32[3,70,40]) -> f32[3,40,70] {\n  %t = transpose %x {perm = [0, 2, 1]}\n  return %t\n}\n");
+  expectMatches("func @f(%x: f32[2,5,33,31]) -> f32[2,33,31,5] {\n  %t = transpose %x {perm = [0, 2, 3, 1]}\n  return %t\n}\n");
+  expectMatches("func @f(%x: f32[2,33,31,5]) -> f32[2,5,33,31] {\n  %t = transpose %x {perm = [0, 3, 1, 2]}\n  return %t\n}\n");
+  expectMatches("func @f(%x: f32[40,3,50]) -> f32[50,40,3] {\n  %t = transpose %x {perm = [2, 0, 1]}\n  return %t\n}\n");
+}
+
+TEST(GpuTransposeTile, FusedElementwiseAndBroadcastOperands) {
+  DiffOptions specials;
+  specials.specials = true;
+  expectMatches(R"(func @f(%x: f32[2,8,36,36], %b: f32[8]) -> f32[2,36,36,8] {
+  %t = transpose %x {perm = [0, 2, 3, 1]}
+  %y = add %t, %b
+  %r = relu %y
+  return %r
+}
+)", specials);
+  // Two outputs of the output's shape, one reading the transposed input twice.
+  expectMatches(R"(func @f(%x: f32[50,60], %y: f32[60,50]) -> (f32[60,50], f32[60,50]) {
+  %t = transpose %x {perm = [1, 0]}
+  %s = mul %t, %t
+  %d = sub %t, %y
+  return %s, %d
+}
+)");
+}
+
+TEST(GpuTransposeTile, EveryElementWidth) {
+  DiffOptions ints;
+  ints.intBound = 1000;
+  expectMatches("func @f(%x: f64[40,50]) -> f64[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
+  expectMatches("func @f(%x: f16[40,50]) -> f16[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
+  expectMatches("func @f(%x: i64[40,50]) -> i64[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n", ints);
+  expectMatches("func @f(%x: u8[40,50]) -> u8[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n", ints);
+  expectMatches("func @f(%x: bool[40,50]) -> bool[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
+}
+
+}  // namespace
+}  // namespace kiln::test
