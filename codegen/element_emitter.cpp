@@ -513,14 +513,44 @@ Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {
   return index;
 }
 
+int64_t ElementEmitter::rowElementsPerStep() const {
+  // Several lanes per row (the GPU): each lane takes 4 neighbouring elements per step, which the
+  // backend merges into one 128-bit load, when the row is a whole number of them and long enough
+  // to give every lane some (a row of 64 on a warp's 32 lanes keeps one element each).
+  int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_);
+  return lanes > 1 && n % 4 == 0 && n >= 4 * lanes ? 4 : 1;
+}
+
+void ElementEmitter::forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body) {
+  int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_), width = rowElementsPerStep();
+  int64_t span = lanes * width;
+  loop((n + span - 1) / span, {}, [&](llvm::Value* iv, const Values&) {
+    llvm::Value* first = lanes == 1 ? iv : b.CreateMul(b.CreateAdd(lane, b.CreateMul(iv, i64(lanes))), i64(width));
+    auto all = [&] {
+      for (int64_t j = 0; j < width; ++j) body(j ? b.CreateAdd(first, i64(j)) : first);
+      return Values{};
+    };
+    // The row is a whole number of steps' widths, so a step is wholly inside or outside it.
+    if (n % span == 0) all();
+    else ifThen(b.CreateICmpULT(first, i64(n)), all, {});
+    return Values{};
+  });
+}
+
 Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
                                  const std::function<Values(llvm::Value* k, const Values&)>& add,
                                  const std::function<Values(const Values&, const Values&)>& combine) {
-  int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_);
-  Values acc = loop((n + lanes - 1) / lanes, init, [&](llvm::Value* iv, const Values& c) {
-    llvm::Value* k = lanes == 1 ? iv : b.CreateAdd(lane, b.CreateMul(iv, i64(lanes)));
-    if (n % lanes == 0) return add(k, c);
-    return ifThen(b.CreateICmpULT(k, i64(n)), [&] { return add(k, c); }, c);
+  int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_), width = rowElementsPerStep();
+  int64_t span = lanes * width;
+  Values acc = loop((n + span - 1) / span, init, [&](llvm::Value* iv, const Values& c) {
+    llvm::Value* first = lanes == 1 ? iv : b.CreateMul(b.CreateAdd(lane, b.CreateMul(iv, i64(lanes))), i64(width));
+    auto all = [&] {
+      Values sum = c;
+      for (int64_t j = 0; j < width; ++j) sum = add(j ? b.CreateAdd(first, i64(j)) : first, sum);
+      return sum;
+    };
+    if (n % span == 0) return all();
+    return ifThen(b.CreateICmpULT(first, i64(n)), all, c);
   });
   // Butterfly within each warp: after log2 steps every lane holds its warp's combination.
   for (int64_t mask = std::min<int64_t>(lanes, kWarpSize) / 2; mask >= 1; mask /= 2) {
@@ -531,22 +561,6 @@ Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
   // A row wider than a warp: the warps' values, in warp order.
   if (lanes > kWarpSize) acc = target_.combineWarps(b, lane, static_cast<int>(lanes), acc, combine);
   return acc;
-}
-
-void ElementEmitter::forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body) {
-  int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_);
-  loop((n + lanes - 1) / lanes, {}, [&](llvm::Value* iv, const Values&) {
-    llvm::Value* k = lanes == 1 ? iv : b.CreateAdd(lane, b.CreateMul(iv, i64(lanes)));
-    if (n % lanes == 0) {
-      body(k);
-    } else {
-      ifThen(b.CreateICmpULT(k, i64(n)), [&] {
-        body(k);
-        return Values{};
-      }, {});
-    }
-    return Values{};
-  });
 }
 
 void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {

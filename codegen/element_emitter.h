@@ -144,6 +144,10 @@ class ElementEmitter {
                      bool sameRow);
   // The index of `shape` (a row shape) for row `rowIndex`: the row dims, then zeros.
   Index rowValueIndex(const Index& rowIndex, const Shape& shape);
+  // Elements of a row one lane takes per step of reduceRow and forEachInRow: 4 neighbours on
+  // the GPU where the row is a whole number of them and has 4 for every lane (a 128-bit load),
+  // else 1.
+  int64_t rowElementsPerStep() const;
   // Accumulates f(k) over k in [0, n) of a row: lane-strided, then combined across lanes.
   Values reduceRow(llvm::Value* lane, const Values& init, const std::function<Values(llvm::Value* k, const Values&)>& add,
                    const std::function<Values(const Values&, const Values&)>& combine);
