@@ -270,6 +270,9 @@ llvm::Value* ElementEmitter::load(int input, const Index& index) {
 
 llvm::Value* ElementEmitter::emit(const Value* v, const Index& index) {
   if (auto it = rowCache_.find(v); it != rowCache_.end()) return it->second;
+  // A value a tile computed for this element (a tiled matmul's sum), or an input it preloaded.
+  for (const auto& [key, value] : preloaded_)
+    if (key.first == v && key.second == index) return value;
   if (auto it = inputIndex_.find(v); it != inputIndex_.end()) return load(it->second, index);
   const Op* op = v->definingOp();
   KILN_INTERNAL_CHECK(op && std::find(group_.ops.begin(), group_.ops.end(), op) != group_.ops.end(),
@@ -425,6 +428,55 @@ void ElementEmitter::preloadInputs(const Shape& shape, const std::vector<Index>&
   }
 }
 
+namespace {
+
+// A kTile x (kTile + 1) array of one element type in shared memory: rows padded by one so that a
+// warp reading a column touches 32 different banks. Elements narrower than a 32-bit bank word
+// are held widened, so threads never share a word and a column read stays conflict-free.
+class SharedTile {
+ public:
+  SharedTile(llvm::IRBuilder<>& b, TargetHooks& target, llvm::Type* storage, const std::string& what)
+      : b_(b), storage_(storage), bits_(storage->getPrimitiveSizeInBits()),
+        held_(bits_ < 32 ? b.getInt32Ty() : storage),
+        array_(target.sharedArray(b, held_, kTile * (kTile + 1), what)) {}
+
+  void store(llvm::Value* row, llvm::Value* column, llvm::Value* value) {
+    if (bits_ < 32) value = b_.CreateZExt(b_.CreateBitCast(value, b_.getIntNTy(bits_)), held_);
+    b_.CreateStore(value, slot(row, column));
+  }
+  llvm::Value* load(llvm::Value* row, llvm::Value* column) {
+    llvm::Value* v = b_.CreateLoad(held_, slot(row, column));
+    return bits_ < 32 ? b_.CreateBitCast(b_.CreateTrunc(v, b_.getIntNTy(bits_)), storage_) : v;
+  }
+
+ private:
+  llvm::Value* slot(llvm::Value* row, llvm::Value* column) {
+    llvm::Value* offset = b_.CreateAdd(b_.CreateMul(row, b_.getInt64(kTile + 1)), column);
+    return b_.CreateInBoundsGEP(array_->getValueType(), array_, {b_.getInt64(0), offset});
+  }
+  llvm::IRBuilder<>& b_;
+  llvm::Type* storage_;
+  unsigned bits_;
+  llvm::Type* held_;
+  llvm::GlobalVariable* array_;
+};
+
+}  // namespace
+
+void ElementEmitter::storeTileElement(const Index& index, const Shape& shape) {
+  llvm::Value* linear = linearize(index, shape);
+  setCurrent(index, linear, shape);
+  std::vector<llvm::Value*> values;  // every output before any store, as emitSegmentItem does
+  for (const Value* out : group_.outputs) values.push_back(emit(out, currentIndex_));
+  size_t numInputs = group_.inputs.size();
+  for (size_t j = 0; j < values.size(); ++j) {
+    DType t = group_.outputs[j]->type().dtype;
+    b.CreateStore(toStorage(values[j], t), b.CreateInBoundsGEP(storageType(t), buffers_[numInputs + j], linear));
+  }
+  preloaded_.clear();
+  currentLinear_ = nullptr;
+}
+
 void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, llvm::Value* lane) {
   const Shape& shape = tile.shape;
   const size_t a = static_cast<size_t>(tile.inputInnerAxis), last = shape.size() - 1;
@@ -456,20 +508,8 @@ void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, 
   };
   DType t = tile.input->type().dtype;
   llvm::Type* storage = storageType(t);
-  // tile[l][k]: the element at (firstA + k, firstLast + l); rows padded by one so that a warp
-  // reading a column touches 32 different banks. Elements narrower than a 32-bit bank word are
-  // held widened: threads never share a word, and a column read stays conflict-free.
-  unsigned bits = storage->getPrimitiveSizeInBits();
-  llvm::Type* held = bits < 32 ? b.getInt32Ty() : storage;
-  auto hold = [&](llvm::Value* v) { return bits < 32 ? b.CreateZExt(b.CreateBitCast(v, b.getIntNTy(bits)), held) : v; };
-  auto unhold = [&](llvm::Value* v) {
-    return bits < 32 ? b.CreateBitCast(b.CreateTrunc(v, b.getIntNTy(bits)), storage) : v;
-  };
-  llvm::GlobalVariable* smem = target_.sharedArray(b, held, kTile * (kTile + 1), "tile");
-  auto slot = [&](llvm::Value* l, llvm::Value* k) {
-    llvm::Value* offset = b.CreateAdd(b.CreateMul(l, i64(kTile + 1)), k);
-    return b.CreateInBoundsGEP(smem->getValueType(), smem, {i64(0), offset});
-  };
+  // tile[l][k]: the element at (firstA + k, firstLast + l).
+  SharedTile smem(b, target_, storage, "tile");
   llvm::Value* input = buffers_[static_cast<size_t>(inputIndex_.at(tile.input))];
   const Shape& inputShape = tile.input->type().shape;
   // Reads: a warp covers 32 consecutive elements along a, the input's innermost axis.
@@ -478,33 +518,106 @@ void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, 
     llvm::Value* alongA = b.CreateAdd(firstA, tx), *alongLast = b.CreateAdd(firstLast, l);
     ifThen(inside(alongA, alongLast), [&] {
       llvm::Value* ptr = b.CreateInBoundsGEP(storage, input, linearize(sourceIndex(outputIndex(alongA, alongLast)), inputShape));
-      b.CreateStore(hold(b.CreateLoad(storage, ptr)), slot(l, tx));
+      smem.store(l, tx, b.CreateLoad(storage, ptr));
       return Values{};
     }, {});
   }
   target_.syncBlock(b);
   // Writes: a warp covers 32 consecutive elements along the output's innermost axis.
-  size_t numInputs = group_.inputs.size();
   for (int64_t r = 0; r < kTile; r += kTileRows) {
     llvm::Value* k = b.CreateAdd(ty, i64(r));
     llvm::Value* alongA = b.CreateAdd(firstA, k), *alongLast = b.CreateAdd(firstLast, tx);
     ifThen(inside(alongA, alongLast), [&] {
       Index o = outputIndex(alongA, alongLast);
-      preloaded_.push_back({{tile.input, sourceIndex(o)}, fromStorage(unhold(b.CreateLoad(held, slot(tx, k))), t)});
-      llvm::Value* linear = linearize(o, shape);
-      setCurrent(o, linear, shape);
-      std::vector<llvm::Value*> values;  // every output before any store, as emitSegmentItem does
-      for (const Value* out : group_.outputs) values.push_back(emit(out, currentIndex_));
-      for (size_t j = 0; j < values.size(); ++j) {
-        DType ot = group_.outputs[j]->type().dtype;
-        b.CreateStore(toStorage(values[j], ot), b.CreateInBoundsGEP(storageType(ot), buffers_[numInputs + j], linear));
-      }
-      preloaded_.clear();
-      currentLinear_ = nullptr;
+      preloaded_.push_back({{tile.input, sourceIndex(o)}, fromStorage(smem.load(tx, k), t)});
+      storeTileElement(o, shape);
       return Values{};
     }, {});
   }
   target_.syncBlock(b);  // the next tile's writes to shared memory wait for this tile's reads
+}
+
+void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* item, llvm::Value* lane) {
+  const Shape& shape = tile.shape;
+  const size_t rank = shape.size();
+  const int64_t m = shape[rank - 2], n = shape[rank - 1], k = tile.k;
+  const Value* a = tile.matmul->operand(0);
+  const Value* c = tile.matmul->operand(1);
+  const Shape& as = a->type().shape;
+  const Shape& bs = c->type().shape;
+  const Shape batch(shape.begin(), shape.end() - 2);
+  const Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
+  Shape grid = batch;
+  grid.push_back((m + kTile - 1) / kTile);
+  grid.push_back((n + kTile - 1) / kTile);
+  const Index where = delinearize(item, grid);
+  const Index batchIndex(where.begin(), where.end() - 2);
+  llvm::Value* tx = b.CreateURem(lane, i64(kTile));
+  llvm::Value* ty = b.CreateUDiv(lane, i64(kTile));
+  llvm::Value* firstM = b.CreateMul(where[rank - 2], i64(kTile));
+  llvm::Value* firstN = b.CreateMul(where[rank - 1], i64(kTile));
+  const bool ints = isInt(a->type().dtype);
+  DType at = a->type().dtype, ct = c->type().dtype;
+  SharedTile tileA(b, target_, storageType(at), "tile_a"), tileB(b, target_, storageType(ct), "tile_b");
+  llvm::Value* bufferA = buffers_[static_cast<size_t>(inputIndex_.at(a))];
+  llvm::Value* bufferB = buffers_[static_cast<size_t>(inputIndex_.at(c))];
+  // Element (row, col) of an operand into a tile, or zero outside the operand.
+  auto fetch = [&](llvm::Value* buffer, const Value* operand, const Shape& operandBatch, llvm::Value* row,
+                   llvm::Value* col, int64_t rows, int64_t cols) {
+    llvm::Type* storage = storageType(operand->type().dtype);
+    llvm::Value* in = b.CreateAnd(b.CreateICmpULT(row, i64(rows)), b.CreateICmpULT(col, i64(cols)));
+    return ifThen(in, [&] {
+      Index index = broadcastIndex(batchIndex, operandBatch, batch);
+      index.push_back(row);
+      index.push_back(col);
+      llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffer, linearize(index, operand->type().shape));
+      return Values{b.CreateLoad(storage, ptr)};
+    }, {llvm::Constant::getNullValue(storage)})[0];
+  };
+  const int64_t rowsPerThread = kTile / kTileRows;
+  Values zeros(static_cast<size_t>(rowsPerThread), ints ? i64(0) : f64(0.0));
+  // Each thread: outputs (firstM + ty + 8i, firstN + tx), i < 4, summed over k in order.
+  Values sums = loop((k + kTile - 1) / kTile, zeros, [&](llvm::Value* step, const Values& acc) {
+    llvm::Value* firstK = b.CreateMul(step, i64(kTile));
+    for (int64_t r = 0; r < kTile; r += kTileRows) {
+      llvm::Value* row = b.CreateAdd(ty, i64(r));
+      // A[firstM + row][firstK + tx] and B[firstK + row][firstN + tx]: a warp reads 32 neighbours.
+      tileA.store(row, tx, fetch(bufferA, a, batchA, b.CreateAdd(firstM, row), b.CreateAdd(firstK, tx), m, k));
+      tileB.store(row, tx, fetch(bufferB, c, batchB, b.CreateAdd(firstK, row), b.CreateAdd(firstN, tx), k, n));
+    }
+    target_.syncBlock(b);
+    // Past K both tiles hold zeros, which add nothing (0 * 0).
+    Values inner = loop(kTile, acc, [&](llvm::Value* p, const Values& s) {
+      llvm::Value* y = fromStorage(tileB.load(p, tx), ct);
+      Values next;
+      for (int64_t i = 0; i < rowsPerThread; ++i) {
+        llvm::Value* x = fromStorage(tileA.load(b.CreateAdd(ty, i64(i * kTileRows)), p), at);
+        llvm::Value* si = s[static_cast<size_t>(i)];
+        next.push_back(ints ? b.CreateAdd(si, b.CreateMul(toI64(x, at), toI64(y, ct)))
+                            : b.CreateFAdd(si, b.CreateFMul(toDouble(x), toDouble(y))));
+      }
+      return next;
+    });
+    target_.syncBlock(b);  // the next step's tiles wait for every thread's reads of these
+    return inner;
+  });
+  // The epilogue: the group's outputs at each of the thread's elements, the matmul's value there
+  // being the sum (found by emit through the preloaded values).
+  DType t = tile.matmul->result()->type().dtype;
+  llvm::Value* column = b.CreateAdd(firstN, tx);
+  for (int64_t i = 0; i < rowsPerThread; ++i) {
+    llvm::Value* row = b.CreateAdd(firstM, b.CreateAdd(ty, i64(i * kTileRows)));
+    llvm::Value* sum = sums[static_cast<size_t>(i)];
+    ifThen(b.CreateAnd(b.CreateICmpULT(row, i64(m)), b.CreateICmpULT(column, i64(n))), [&] {
+      Index index = batchIndex;
+      index.push_back(row);
+      index.push_back(column);
+      llvm::Value* value = ints ? b.CreateTrunc(sum, computeType(t)) : fromDouble(sum, t);
+      preloaded_.push_back({{tile.matmul->result(), index}, value});
+      storeTileElement(index, shape);
+      return Values{};
+    }, {});
+  }
 }
 
 Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "codegen/kernel_emitter.h"
+#include "codegen/matmul_tile.h"
 #include "codegen/transpose_tile.h"
 
 namespace kiln::codegen {
@@ -52,6 +53,10 @@ class ElementEmitter {
   // threads on consecutive input addresses, then the outputs are computed and stored with
   // consecutive threads on consecutive output addresses, the transposed input read from the tile.
   void emitTileItem(const TransposeTile& tile, llvm::Value* item, llvm::Value* lane);
+  // Tiled matmuls (matmul_tile.h), on a GPU block of kTile x kTileRows threads: tile `item` of the
+  // output, each thread summing four outputs over K through shared-memory tiles of A and B, then
+  // the group's epilogue on each and the stores.
+  void emitMatmulTileItem(const MatmulTile& tile, llvm::Value* item, llvm::Value* lane);
   // Row kernels: row `row`, on lane `lane` of the target's rowLanes(): the row values once (each
   // reduction accumulated per lane, then combined across lanes), then the row's full outputs.
   void emitRow(llvm::Value* row, llvm::Value* lane);
@@ -144,6 +149,9 @@ class ElementEmitter {
                      bool sameRow);
   // The index of `shape` (a row shape) for row `rowIndex`: the row dims, then zeros.
   Index rowValueIndex(const Index& rowIndex, const Shape& shape);
+  // Computes and stores every output of the group at `index` (of `shape`), with preloaded_ holding
+  // what the tile supplies; clears preloaded_.
+  void storeTileElement(const Index& index, const Shape& shape);
   // Elements of a row one lane takes per step of reduceRow and forEachInRow: 4 neighbours on
   // the GPU where the row is a whole number of them and has 4 for every lane (a 128-bit load),
   // else 1.

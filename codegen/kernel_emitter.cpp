@@ -6,6 +6,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/element_emitter.h"
+#include "codegen/matmul_tile.h"
 #include "codegen/transpose_tile.h"
 
 namespace kiln::codegen {
@@ -16,19 +17,26 @@ int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target) {
   return target.elementsPerItem();
 }
 
-// The tile layout of `group` where `target` tiles transposes.
-std::optional<TransposeTile> tileOf(const KernelGroup& group, const TargetHooks& target) {
-  return target.tilesTransposes() ? transposeTile(group) : std::nullopt;
+namespace {
+// The tile layouts of `group` where `target` tiles through shared memory.
+std::optional<TransposeTile> transposeTileOf(const KernelGroup& group, const TargetHooks& target) {
+  return target.sharedMemoryTiles() ? transposeTile(group) : std::nullopt;
 }
+std::optional<MatmulTile> matmulTileOf(const KernelGroup& group, const TargetHooks& target) {
+  return target.sharedMemoryTiles() ? matmulTile(group) : std::nullopt;
+}
+}  // namespace
 
 int lanesPerItem(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row) return target.rowLanes(group);
-  return tileOf(group, target) ? static_cast<int>(kTile * kTileRows) : 1;
+  bool tiled = transposeTileOf(group, target) || matmulTileOf(group, target);
+  return tiled ? static_cast<int>(kTile * kTileRows) : 1;
 }
 
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row) return group.numRows();
-  if (auto tile = tileOf(group, target)) return tile->tiles();
+  if (auto tile = transposeTileOf(group, target)) return tile->tiles();
+  if (auto tile = matmulTileOf(group, target)) return tile->tiles();
   int64_t width = elementsPerItem(group, target), items = 0;
   for (const Segment& s : group.segments) items += (numElements(s.shape) + width - 1) / width;
   return items;
@@ -41,14 +49,16 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     for (const auto* values : {&group->inputs, &group->outputs})
       for (const Value* v : *values) alignments.push_back(bufferAlignment(v));
     bool row = group->kind == KernelKind::Row;
-    std::optional<TransposeTile> tile = tileOf(*group, target);
+    std::optional<TransposeTile> transposed = transposeTileOf(*group, target);
+    std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
     llvm::Function* kernel = target.emitKernel(
         module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target),
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
             llvm::Value* lane) {
           ElementEmitter emitter(b, target, *group, buffers, status, errors);
           if (row) emitter.emitRow(item, lane);
-          else if (tile) emitter.emitTileItem(*tile, item, lane);
+          else if (transposed) emitter.emitTileItem(*transposed, item, lane);
+          else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);
           else emitter.emitLoopItem(item);
         });
     // A kernel that does not verify is a bug in kiln: stop here, naming the kernel and the problem.

@@ -6,6 +6,7 @@
 #include "codegen/library_call.h"
 #include "codegen/nvptx_target.h"
 #include "codegen/optimize.h"
+#include "codegen/matmul_tile.h"
 #include "codegen/transpose_tile.h"
 
 namespace kiln::codegen {
@@ -27,7 +28,8 @@ std::string layoutText(const KernelGroup& group) {
 std::string gpuStrategy(const KernelGroup& group) {
   NvptxTarget target;
   if (group.kind == KernelKind::Row) return target.rowLanes(group) > kWarpSize ? "a block per row" : "a warp per row";
-  if (target.tilesTransposes() && transposeTile(group)) return "32x32 tiles through shared memory";
+  if (target.sharedMemoryTiles() && transposeTile(group)) return "32x32 tiles through shared memory";
+  if (target.sharedMemoryTiles() && matmulTile(group)) return "32x32 output tiles, A and B through shared memory";
   return "";
 }
 

@@ -47,7 +47,7 @@ class NvptxTarget : public TargetHooks {
   // (so the next row's writes cannot overtake a slow warp's reads).
   std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
                                          const std::vector<llvm::Value*>& values, const CombineFn& combine) override;
-  bool tilesTransposes() const override { return true; }
+  bool sharedMemoryTiles() const override { return true; }
   // An internal addrspace(3) global (PTX .shared) named after the kernel, so it goes wherever the
   // kernel goes (kernel_dedup.h, kernel_units.h); bar.sync 0.
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,

@@ -65,9 +65,10 @@ class TargetHooks {
   // must reach it (it synchronises the block). Only called when rowLanes() > 32.
   virtual std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
                                                  const std::vector<llvm::Value*>& values, const CombineFn& combine) = 0;
-  // Whether loop kernels that read an input transposed go through a shared-memory tile
-  // (transpose_tile.h): on the GPU, whose loads and stores are coalesced per warp.
-  virtual bool tilesTransposes() const { return false; }
+  // Whether loop kernels that read an input transposed (transpose_tile.h) or compute a matmul
+  // (matmul_tile.h) go through shared-memory tiles: on the GPU, whose loads and stores are
+  // coalesced per warp and whose blocks share a fast scratch memory.
+  virtual bool sharedMemoryTiles() const { return false; }
   // GPU only: an array of `count` elements of `type` in shared memory, one per block, owned by the
   // kernel being emitted (named <kernel>.<what>); and a barrier every thread of the block reaches.
   virtual llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,

@@ -1,0 +1,31 @@
+// Generated matmuls on the GPU as shared-memory tiles (what runs where cuBLASLt does not: integer
+// and f64 matmuls, shapes it refuses, machines without it, the simulator). One block computes a
+// kTile x kTile block of outputs, each of its 256 threads four of them, stepping through K in
+// tiles of A and B read once into shared memory with consecutive threads on consecutive
+// addresses: each element of A and B is read from global memory once per tile of outputs instead
+// of once per output. Sums run in k order in f64 (integers in i64), as the interpreter's, so the
+// result is the same bits. The group's other ops (a bias, an activation) are the epilogue,
+// computed from the tile's results before the store (element_emitter.h, emitMatmulTileItem).
+#pragma once
+
+#include <optional>
+
+#include "codegen/kernel_plan.h"
+#include "codegen/transpose_tile.h"  // kTile, kTileRows
+
+namespace kiln::codegen {
+
+struct MatmulTile {
+  const Op* matmul = nullptr;  // both operands are group inputs of rank 2 or more
+  Shape shape;                 // the output's: batch..., M, N
+  int64_t k = 0;
+  // Blocks: every batch index times the tiles of [M, N].
+  int64_t tiles() const;
+};
+
+// The tile layout of `group`, or nothing when it is not a loop kernel of one segment whose ops
+// are one matmul of two inputs (no vector operand) followed by elementwise ops on its shape, or
+// when M or N is under kTile.
+std::optional<MatmulTile> matmulTile(const KernelGroup& group);
+
+}  // namespace kiln::codegen
