@@ -1,3 +1,4 @@
+// Each kernel of a module cloned, with what it uses, into a module of its own (kernel_units.h).
 #include "codegen/kernel_units.h"
 
 #include <llvm/ADT/DenseMap.h>

@@ -1,3 +1,4 @@
+// Which kernels are a matmul with an elementwise epilogue, and their 32x32 output tiles (matmul_tile.h).
 #include "codegen/matmul_tile.h"
 
 #include <algorithm>

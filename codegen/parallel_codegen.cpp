@@ -1,3 +1,4 @@
+// Kernel units looked up in the compile cache and the misses compiled on every core (parallel_codegen.h).
 #include "codegen/parallel_codegen.h"
 
 #include <llvm/IR/LLVMContext.h>

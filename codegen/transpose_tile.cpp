@@ -1,3 +1,4 @@
+// Which loop kernels read an input transposed, and their 32x32 tiles (transpose_tile.h).
 #include "codegen/transpose_tile.h"
 
 #include <algorithm>

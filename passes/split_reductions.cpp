@@ -1,3 +1,4 @@
+// split-reductions: reductions that would leave a GPU idle, cut into stages (split_reductions.h).
 #include "passes/split_reductions.h"
 
 #include <algorithm>

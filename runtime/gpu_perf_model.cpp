@@ -1,3 +1,4 @@
+// The H100 model: the terms that bound a kernel's time, from its counters (gpu_perf_model.h).
 #include "runtime/gpu_perf_model.h"
 
 #include <algorithm>

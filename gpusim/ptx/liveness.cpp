@@ -1,3 +1,4 @@
+// Backward liveness over a decoded function's instructions: its register pressure (liveness.h).
 #include "gpusim/ptx/liveness.h"
 
 #include <algorithm>
