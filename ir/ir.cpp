@@ -146,44 +146,36 @@ std::vector<Value*> Block::arguments() const {
 Op* Block::append(std::unique_ptr<Op> op) {
   op->parent_ = this;
   ops_.push_back(std::move(op));
+  ops_.back()->position_ = std::prev(ops_.end());
   return ops_.back().get();
 }
 
 Op* Block::insertBefore(Op* position, std::unique_ptr<Op> op) {
-  auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == position; });
-  KILN_INTERNAL_CHECK(it != ops_.end(), "insertBefore: position is not in this block");
+  KILN_INTERNAL_CHECK(position->parent_ == this, "insertBefore: position is not in this block");
   op->parent_ = this;
-  return ops_.insert(it, std::move(op))->get();
+  auto it = ops_.insert(position->position_, std::move(op));
+  (*it)->position_ = it;
+  return it->get();
 }
 
 void Block::erase(Op* op) {
   for (Value* r : op->results()) KILN_INTERNAL_CHECK(!r->hasUses(), "erasing an op whose results are used");
-  auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == op; });
-  KILN_INTERNAL_CHECK(it != ops_.end(), "erase: op is not in this block");
-  ops_.erase(it);
+  KILN_INTERNAL_CHECK(op->parent_ == this, "erase: op is not in this block");
+  ops_.erase(op->position_);
 }
 
 std::unique_ptr<Op> Block::take(Op* op) {
-  auto it = std::find_if(ops_.begin(), ops_.end(), [&](const auto& p) { return p.get() == op; });
-  KILN_INTERNAL_CHECK(it != ops_.end(), "take: op is not in this block");
-  std::unique_ptr<Op> taken = std::move(*it);
-  ops_.erase(it);
+  KILN_INTERNAL_CHECK(op->parent_ == this, "take: op is not in this block");
+  std::unique_ptr<Op> taken = std::move(*op->position_);
+  ops_.erase(op->position_);
   taken->parent_ = nullptr;
   return taken;
 }
 
-std::vector<std::unique_ptr<Op>> Block::takeAll(const std::unordered_set<const Op*>& ops) {
+std::vector<std::unique_ptr<Op>> Block::takeAll(const std::vector<Op*>& ops) {
   std::vector<std::unique_ptr<Op>> taken;
-  for (auto it = ops_.begin(); it != ops_.end() && taken.size() < ops.size();) {
-    if (!ops.count(it->get())) {
-      ++it;
-      continue;
-    }
-    taken.push_back(std::move(*it));
-    taken.back()->parent_ = nullptr;
-    it = ops_.erase(it);
-  }
-  KILN_INTERNAL_CHECK(taken.size() == ops.size(), "takeAll: an op is not in this block");
+  taken.reserve(ops.size());
+  for (Op* op : ops) taken.push_back(take(op));
   return taken;
 }
 

@@ -137,6 +137,10 @@ class Op {
   AttrList attrs_;
   std::vector<std::unique_ptr<Block>> regions_;
   Block* parent_ = nullptr;
+  // Where this op sits in parent_'s list (valid while parent_ is set): inserting before it,
+  // erasing or taking it is O(1), as with MLIR's intrusive op lists. Splicing within the list
+  // (schedule-collectives) keeps it valid.
+  std::list<std::unique_ptr<Op>>::iterator position_;
 };
 
 // A straight-line list of ops with arguments, ended by a terminator (`return` or `yield`).
@@ -164,9 +168,8 @@ class Block {
   // Detaches `op` from this block, uses and all, to be appended or inserted elsewhere (a pass
   // moving ops into a region). The caller keeps the IR valid.
   std::unique_ptr<Op> take(Op* op);
-  // Removes every op of `ops` in one walk over the block (take searches from the front, so
-  // taking many ops one by one is quadratic); returns them in block order.
-  std::vector<std::unique_ptr<Op>> takeAll(const std::unordered_set<const Op*>& ops);
+  // take() of every op of `ops` (all in this block), in that order.
+  std::vector<std::unique_ptr<Op>> takeAll(const std::vector<Op*>& ops);
   // The final `return` / `yield`, or null while the block is being built.
   Op* terminator() const;
 

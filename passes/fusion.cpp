@@ -358,7 +358,7 @@ class BlockFuser {
       copy->result()->setName(source->result()->name());
       copied[source->result()] = copy->result();
     }
-    for (std::unique_ptr<Op>& op : block_.takeAll(members)) {  // in program order, as g.ops
+    for (std::unique_ptr<Op>& op : block_.takeAll(g.ops)) {  // in program order
       Op* moved = body->append(std::move(op));
       for (size_t i = 0; i < moved->numOperands(); ++i)
         if (auto it = copied.find(moved->operand(i)); it != copied.end()) moved->setOperand(i, it->second);
