@@ -80,11 +80,6 @@ llvm::Value* CpuTarget::shuffleXor(llvm::IRBuilder<>&, llvm::Value*, int) {
   internalError(__FILE__, __LINE__, "the CPU target runs one lane per row: nothing to shuffle");
 }
 
-std::vector<llvm::Value*> CpuTarget::combineWarps(llvm::IRBuilder<>&, llvm::Value*, int,
-                                                  const std::vector<llvm::Value*>&, const CombineFn&) {
-  internalError(__FILE__, __LINE__, "the CPU target runs one lane per row: no warps to combine");
-}
-
 llvm::GlobalVariable* CpuTarget::sharedArray(llvm::IRBuilder<>&, llvm::Type*, uint64_t, const std::string&) {
   internalError(__FILE__, __LINE__, "the CPU target has no shared memory");
 }

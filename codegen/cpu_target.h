@@ -33,9 +33,6 @@ class CpuTarget : public TargetHooks {
                              int64_t numItems, int lanes, const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
-  // One lane per row: never called (an internal error if it is).
-  std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
-                                         const std::vector<llvm::Value*>& values, const CombineFn& combine) override;
   // No shared memory or block on the CPU: never called (internal errors).
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
                                     const std::string& what) override;

@@ -258,10 +258,9 @@ llvm::Value* ElementEmitter::load(int input, const Index& index) {
   const Value* v = group_.inputs[static_cast<size_t>(input)];
   DType t = v->type().dtype;
   llvm::Type* storage = storageType(t);
-  // An input of the current element's shape read at the current element: its linear index is the
-  // element's own, which keeps neighbouring elements' loads visibly contiguous.
-  for (const auto& [key, value] : preloaded_)
-    if (key.first == v && key.second == index) return value;
+  // (Preloaded values were found by emit() before it came here.) An input of the current element's
+  // shape read at the current element: its linear index is the element's own, which keeps
+  // neighbouring elements' loads visibly contiguous.
   bool current = currentLinear_ && v->type().shape == currentShape_ && index == currentIndex_;
   llvm::Value* linear = current ? currentLinear_ : linearize(index, v->type().shape);
   llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[static_cast<size_t>(input)], linear);
@@ -650,6 +649,54 @@ void ElementEmitter::forEachInRow(llvm::Value* lane, const std::function<void(ll
   });
 }
 
+namespace {
+
+// A value's bits in an i64 (the partials' slots are 64 bits wide), and back.
+llvm::Value* toBits(llvm::IRBuilder<>& b, llvm::Value* v) {
+  unsigned bits = v->getType()->getPrimitiveSizeInBits();
+  llvm::Value* asInt = b.CreateBitCast(v, b.getIntNTy(bits));
+  return bits == 64 ? asInt : b.CreateZExt(asInt, b.getInt64Ty());
+}
+
+llvm::Value* fromBits(llvm::IRBuilder<>& b, llvm::Value* bits, llvm::Type* type) {
+  unsigned width = type->getPrimitiveSizeInBits();
+  return b.CreateBitCast(width == 64 ? bits : b.CreateTrunc(bits, b.getIntNTy(width)), type);
+}
+
+}  // namespace
+
+Values ElementEmitter::combineWarps(llvm::Value* lane, int64_t lanes, const Values& values,
+                                    const std::function<Values(const Values&, const Values&)>& combine) {
+  KILN_INTERNAL_CHECK(lanes > kWarpSize && lanes % kWarpSize == 0, "combineWarps needs whole warps, more than one");
+  const uint64_t warps = static_cast<uint64_t>(lanes / kWarpSize);
+  llvm::Function* kernel = b.GetInsertBlock()->getParent();
+  // partials[v * warps + w]: value v of warp w, as 64 bits.
+  llvm::GlobalVariable* partials = target_.sharedArray(b, b.getInt64Ty(), values.size() * warps, "partials");
+  auto slot = [&](size_t v, llvm::Value* warp) {
+    llvm::Value* index = b.CreateAdd(i64(static_cast<int64_t>(v * warps)), warp);
+    return b.CreateInBoundsGEP(partials->getValueType(), partials, {i64(0), index});
+  };
+  auto* write = llvm::BasicBlock::Create(ctx(), "warps.write", kernel);
+  auto* written = llvm::BasicBlock::Create(ctx(), "warps.written", kernel);
+  llvm::Value* warp = b.CreateUDiv(lane, i64(kWarpSize));
+  b.CreateCondBr(b.CreateICmpEQ(b.CreateURem(lane, i64(kWarpSize)), i64(0)), write, written);
+  b.SetInsertPoint(write);
+  for (size_t v = 0; v < values.size(); ++v) b.CreateStore(toBits(b, values[v]), slot(v, warp));
+  b.CreateBr(written);
+  b.SetInsertPoint(written);
+  target_.syncBlock(b);
+  auto read = [&](uint64_t w) {
+    Values out;
+    for (size_t v = 0; v < values.size(); ++v)
+      out.push_back(fromBits(b, b.CreateLoad(b.getInt64Ty(), slot(v, i64(static_cast<int64_t>(w)))), values[v]->getType()));
+    return out;
+  };
+  Values total = read(0);
+  for (uint64_t w = 1; w < warps; ++w) total = combine(total, read(w));
+  target_.syncBlock(b);
+  return total;
+}
+
 Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
                                  const std::function<Values(llvm::Value* k, const Values&)>& add,
                                  const std::function<Values(const Values&, const Values&)>& combine) {
@@ -672,7 +719,7 @@ Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
     acc = combine(acc, other);
   }
   // A row wider than a warp: the warps' values, in warp order.
-  if (lanes > kWarpSize) acc = target_.combineWarps(b, lane, static_cast<int>(lanes), acc, combine);
+  if (lanes > kWarpSize) acc = combineWarps(lane, lanes, acc, combine);
   return acc;
 }
 

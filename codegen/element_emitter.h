@@ -157,6 +157,13 @@ class ElementEmitter {
   // else 1.
   int64_t rowElementsPerStep() const;
   // Accumulates f(k) over k in [0, n) of a row: lane-strided, then combined across lanes.
+  // For rows shared by more lanes than a warp: `values`, already combined across each warp's
+  // lanes by shuffles, combined across the row's warps in warp order (the same bits on every run)
+  // and given back to every lane. Each warp's lane 0 writes its values to a shared array of the
+  // kernel's own (<kernel>.partials), the block synchronises, every lane reads them all back, and
+  // the block synchronises again (so the next row's writes cannot overtake a slow warp's reads).
+  Values combineWarps(llvm::Value* lane, int64_t lanes, const Values& values,
+                      const std::function<Values(const Values&, const Values&)>& combine);
   Values reduceRow(llvm::Value* lane, const Values& init, const std::function<Values(llvm::Value* k, const Values&)>& add,
                    const std::function<Values(const Values&, const Values&)>& combine);
   void forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body);

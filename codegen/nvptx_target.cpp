@@ -108,22 +108,6 @@ int NvptxTarget::rowLanes(const KernelGroup& group) const {
   return fewRows && group.rowLength() >= kBlockRowMinLength ? kThreadsPerBlock : kWarpSize;
 }
 
-namespace {
-
-// A value's bits in an i64 (shared-memory slots are 64 bits wide), and back.
-llvm::Value* toBits(llvm::IRBuilder<>& b, llvm::Value* v) {
-  unsigned bits = v->getType()->getPrimitiveSizeInBits();
-  llvm::Value* asInt = b.CreateBitCast(v, b.getIntNTy(bits));
-  return bits == 64 ? asInt : b.CreateZExt(asInt, b.getInt64Ty());
-}
-
-llvm::Value* fromBits(llvm::IRBuilder<>& b, llvm::Value* bits, llvm::Type* type) {
-  unsigned width = type->getPrimitiveSizeInBits();
-  return b.CreateBitCast(width == 64 ? bits : b.CreateTrunc(bits, b.getIntNTy(width)), type);
-}
-
-}  // namespace
-
 llvm::GlobalVariable* NvptxTarget::sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
                                               const std::string& what) {
   llvm::Function* kernel = b.GetInsertBlock()->getParent();
@@ -136,39 +120,6 @@ llvm::GlobalVariable* NvptxTarget::sharedArray(llvm::IRBuilder<>& b, llvm::Type*
 }
 
 void NvptxTarget::syncBlock(llvm::IRBuilder<>& b) { b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); }
-
-std::vector<llvm::Value*> NvptxTarget::combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
-                                                    const std::vector<llvm::Value*>& values, const CombineFn& combine) {
-  KILN_INTERNAL_CHECK(lanes > kWarpSize && lanes % kWarpSize == 0, "combineWarps needs whole warps, more than one");
-  const uint64_t warps = static_cast<uint64_t>(lanes / kWarpSize);
-  llvm::Function* kernel = b.GetInsertBlock()->getParent();
-  // partials[v * warps + w]: value v of warp w, as 64 bits.
-  llvm::GlobalVariable* partials = sharedArray(b, b.getInt64Ty(), values.size() * warps, "partials");
-  auto slot = [&](size_t v, llvm::Value* warp) {
-    llvm::Value* index = b.CreateAdd(b.getInt64(v * warps), warp);
-    return b.CreateInBoundsGEP(partials->getValueType(), partials, {b.getInt64(0), index});
-  };
-  llvm::LLVMContext& ctx = b.getContext();
-  auto* write = llvm::BasicBlock::Create(ctx, "warps.write", kernel);
-  auto* written = llvm::BasicBlock::Create(ctx, "warps.written", kernel);
-  llvm::Value* warp = b.CreateUDiv(lane, b.getInt64(kWarpSize));
-  b.CreateCondBr(b.CreateICmpEQ(b.CreateURem(lane, b.getInt64(kWarpSize)), b.getInt64(0)), write, written);
-  b.SetInsertPoint(write);
-  for (size_t v = 0; v < values.size(); ++v) b.CreateStore(toBits(b, values[v]), slot(v, warp));
-  b.CreateBr(written);
-  b.SetInsertPoint(written);
-  syncBlock(b);
-  auto read = [&](uint64_t w) {
-    std::vector<llvm::Value*> out;
-    for (size_t v = 0; v < values.size(); ++v)
-      out.push_back(fromBits(b, b.CreateLoad(b.getInt64Ty(), slot(v, b.getInt64(w))), values[v]->getType()));
-    return out;
-  };
-  std::vector<llvm::Value*> total = read(0);
-  for (uint64_t w = 1; w < warps; ++w) total = combine(total, read(w));
-  syncBlock(b);
-  return total;
-}
 
 llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string& name,
                                        const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,

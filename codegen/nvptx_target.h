@@ -42,11 +42,6 @@ class NvptxTarget : public TargetHooks {
   int rowLanes(const KernelGroup& group) const override;
   // shfl.sync.bfly.b32 over the full warp; 64-bit values go as two halves.
   llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) override;
-  // Each warp's lane 0 writes its values to a shared-memory array of the kernel's own
-  // (<kernel>.partials), bar.sync, every lane reads them all back in warp order, bar.sync again
-  // (so the next row's writes cannot overtake a slow warp's reads).
-  std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
-                                         const std::vector<llvm::Value*>& values, const CombineFn& combine) override;
   bool sharedMemoryTiles() const override { return true; }
   // An internal addrspace(3) global (PTX .shared) named after the kernel, so it goes wherever the
   // kernel goes (kernel_dedup.h, kernel_units.h); bar.sync 0.

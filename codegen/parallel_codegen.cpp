@@ -11,15 +11,15 @@ namespace kiln::codegen {
 
 namespace {
 
-// Compiles the units named by `todo`, taking them one at a time off a shared counter so that a
+// Compiles the units named by `misses`, taking them one at a time off a shared counter so that a
 // slow kernel does not hold back a thread's whole share.
-void compileOnThreads(const std::vector<KernelUnit>& units, const std::vector<size_t>& todo,
+void compileOnThreads(const std::vector<KernelUnit>& units, const std::vector<size_t>& misses,
                       const UnitCompilerFactory& makeCompiler, std::vector<Expected<std::string>>& results) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     Expected<UnitCompiler> compiler = makeCompiler();
-    for (size_t i = next.fetch_add(1); i < todo.size(); i = next.fetch_add(1)) {
-      size_t u = todo[i];
+    for (size_t i = next.fetch_add(1); i < misses.size(); i = next.fetch_add(1)) {
+      size_t u = misses[i];
       if (!compiler) {
         results[u] = compiler.error();
         continue;
@@ -29,7 +29,7 @@ void compileOnThreads(const std::vector<KernelUnit>& units, const std::vector<si
       results[u] = module ? (*compiler)(**module) : Expected<std::string>(module.error());
     }
   };
-  size_t threads = std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  size_t threads = std::min<size_t>(misses.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> workers;
   for (size_t t = 1; t < threads; ++t) workers.emplace_back(work);
   work();  // the calling thread takes a share too
@@ -43,7 +43,7 @@ Expected<CompiledUnits> compileUnits(const std::vector<KernelUnit>& units, const
                                      CompileProfile* profile) {
   CompiledUnits compiled;
   compiled.artifacts.resize(units.size());
-  std::vector<size_t> todo;
+  std::vector<size_t> misses;
   for (size_t u = 0; u < units.size(); ++u) {
     if (cache && !refresh && !keys[u].empty()) {
       if (auto hit = cache->lookup(keys[u])) {
@@ -52,13 +52,13 @@ Expected<CompiledUnits> compileUnits(const std::vector<KernelUnit>& units, const
         continue;
       }
     }
-    todo.push_back(u);
+    misses.push_back(u);
   }
   countInProfile(profile, "distinct kernels", units.size());
   countInProfile(profile, "kernels from the cache", compiled.fromCache);
   std::vector<Expected<std::string>> results(units.size(), Expected<std::string>(std::string()));
-  if (!todo.empty()) compileOnThreads(units, todo, makeCompiler, results);
-  for (size_t u : todo) {
+  if (!misses.empty()) compileOnThreads(units, misses, makeCompiler, results);
+  for (size_t u : misses) {
     if (!results[u]) return results[u].error();
     compiled.artifacts[u] = std::move(*results[u]);
     if (cache && !keys[u].empty()) cache->store(keys[u], compiled.artifacts[u]);

@@ -14,7 +14,8 @@ namespace kiln::codegen {
 
 struct KernelGroup;
 
-// Threads of a GPU warp: shuffleXor reaches across this many lanes; wider rows need combineWarps.
+// Threads of a GPU warp: shuffleXor reaches across this many lanes; wider rows also go through
+// shared memory (ElementEmitter::combineWarps).
 inline constexpr int kWarpSize = 32;
 
 // Float math the element emitter cannot express as plain LLVM instructions.
@@ -25,9 +26,6 @@ enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Asin, Acos, Atan
 // the i64 index of this thread among the `lanes` threads that share the item (0 when lanes is 1).
 using WorkItemBodyFn = std::function<void(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
                                           llvm::Value* status, llvm::Value* item, llvm::Value* lane)>;
-// Combines two lanes' (or warps') partial values of a row reduction into one.
-using CombineFn = std::function<std::vector<llvm::Value*>(const std::vector<llvm::Value*>&,
-                                                          const std::vector<llvm::Value*>&)>;
 
 class TargetHooks {
  public:
@@ -39,7 +37,7 @@ class TargetHooks {
   // Defines the kernel `name` in `module` with this target's ABI for `numBuffers` buffers and an
   // error word, and a loop over work items [0, numItems) that runs `body` once per item on each of
   // `lanes` threads (1, or rowLanes() for row kernels). All lanes of an item run the same code, so
-  // they may exchange values with shuffleXor (and combineWarps).
+  // they may exchange values with shuffleXor (and, across warps, through sharedArray).
   virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name,
                                      const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
                                      const WorkItemBodyFn& body) = 0;
@@ -59,12 +57,6 @@ class TargetHooks {
   // The value `v` (i32, i64, float or double) of the lane whose index is this lane's XOR
   // `laneMask`, for butterfly reductions across a warp's lanes. Only called when rowLanes() > 1.
   virtual llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) = 0;
-  // For rows shared by more lanes than a warp: `values`, already combined across each warp's
-  // lanes, combined across the row's warps in warp order (the same bits on every run) and given
-  // back to every lane. `lane` is the thread's index in the row (i64). Every thread of the block
-  // must reach it (it synchronises the block). Only called when rowLanes() > 32.
-  virtual std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>& b, llvm::Value* lane, int lanes,
-                                                 const std::vector<llvm::Value*>& values, const CombineFn& combine) = 0;
   // Whether loop kernels that read an input transposed (transpose_tile.h) or compute a matmul
   // (matmul_tile.h) go through shared-memory tiles: on the GPU, whose loads and stores are
   // coalesced per warp and whose blocks share a fast scratch memory.

@@ -39,11 +39,6 @@ class TestTarget : public TargetHooks {
 
   int elementsPerItem() const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
-  std::vector<llvm::Value*> combineWarps(llvm::IRBuilder<>&, llvm::Value*, int, const std::vector<llvm::Value*>& values,
-                                         const CombineFn&) override {
-    ADD_FAILURE() << "combineWarps on a target with one lane per row";
-    return values;
-  }
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>&, llvm::Type*, uint64_t, const std::string&) override {
     ADD_FAILURE() << "sharedArray on a target without shared memory";
     return nullptr;
