@@ -182,7 +182,7 @@ class Parser {
     return {};
   }
 
-  // 'constant' LITERAL ':' TYPE
+  // 'constant' LITERAL [attrs] ':' TYPE
   Expected<std::unique_ptr<Op>> parseConstant(ParsedOp& p) {
     if (c_.peek().isWord("elided"))
       return c_.error(c_.peek(),
@@ -190,13 +190,21 @@ class Parser {
                       "data, not its bytes); print it with `kiln print --full-constants` or import the model again");
     auto literal = parseLiteral(c_);
     if (!literal) return literal.error();
+    AttrList attrs;
+    if (c_.at(Tok::LBrace)) {
+      const Token& brace = c_.peek();
+      KILN_TRY(parseAttrDict(opInfo(OpKind::Constant), attrs));
+      for (const auto& attr : attrs)
+        if (attr.first == "value") return c_.error(brace, "constant: its value is the literal before the attributes");
+    }
     if (!c_.at(Tok::Colon)) return c_.unexpected("':' and the constant's type after its literal");
     KILN_TRY(parseAnnotation(p));
     if (p.annotation.size() != 1)
       return c_.error(*p.annotationTokens[1], "constant: expected one type, got " + std::to_string(p.annotation.size()));
     auto tensor = buildTensor(c_, *literal, p.annotation[0]);
     if (!tensor) return tensor.error();
-    return Op::create(OpKind::Constant, {}, {}, {{"value", Attr(std::move(*tensor))}}, c_.loc(*p.name));
+    attrs.insert(attrs.begin(), {"value", Attr(std::move(*tensor))});
+    return Op::create(OpKind::Constant, {}, {}, std::move(attrs), c_.loc(*p.name));
   }
 
   // OP [operands] [attrs] [region...] [':' types]

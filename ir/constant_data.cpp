@@ -16,6 +16,7 @@ bool isSplat(const Tensor& t) {
 
 bool isConstantData(const Op& op) {
   if (op.kind() != OpKind::Constant) return false;
+  if (const Attr* data = op.findAttr("data"); data && data->getBool()) return true;
   const Tensor& t = op.attr("value").getDense();
   return t.numElements() > kMaxImmediateElements && !isSplat(t);
 }

@@ -18,10 +18,11 @@ inline constexpr int64_t kMaxImmediateElements = 16;
 // Whether every element of `t` has the same bytes (true for an empty or one-element tensor).
 bool isSplat(const Tensor& t);
 
-// Whether `op` is a constant held as data: not a splat and larger than kMaxImmediateElements. As
-// XLA does with its constant literals, such a constant is never copied into a kernel: it becomes
-// a buffer (host memory on the CPU, device memory uploaded once on CUDA) that kernels read as an
-// argument, so a model's weights never pass through LLVM.
+// Whether `op` is a constant held as data: marked `{data = true}` (passes/share_kernels.h does, so
+// that kernels equal but for a constant share their code), or not a splat and larger than
+// kMaxImmediateElements. As XLA does with its constant literals, such a constant is never copied
+// into a kernel: it becomes a buffer (host memory on the CPU, device memory uploaded once on CUDA)
+// that kernels read as an argument, so a model's weights never pass through LLVM.
 bool isConstantData(const Op& op);
 // Whether `v` is the result of such a constant.
 bool isConstantData(const Value* v);

@@ -129,6 +129,11 @@ class FunctionPrinter {
     std::string text = std::string(op.name());
     if (op.kind() == OpKind::Constant) {
       text += " " + literal(op);
+      // `{data = true}` and any other attribute besides the value.
+      std::string extra;
+      for (const auto& [name, value] : op.attrs())
+        if (name != "value") extra += (extra.empty() ? "" : ", ") + name + " = " + value.str();
+      if (!extra.empty()) text += " {" + extra + "}";
     } else {
       for (size_t i = 0; i < op.numOperands(); ++i) text += (i ? ", " : " ") + use(op.operand(i));
       if (!op.attrs().empty()) {

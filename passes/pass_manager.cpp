@@ -12,6 +12,7 @@
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/share_kernels.h"
 #include "passes/decompose.h"
 #include "passes/fusion.h"
 #include "passes/schedule_collectives.h"
@@ -37,6 +38,9 @@ const std::vector<PassInfo>& registeredPasses() {
        splitReductions},
       {"fusion", "group ops into fusion ops, one kernel each (loop, row reduction, library epilogue, multi-output)",
        fuseOps},
+      {"share-kernels",
+       "kernels equal but for one-element constants read those constants as data and compile once",
+       shareKernels},
       {"schedule-collectives",
        "move each all_reduce, with the ops it needs, to right after them, so reductions overlap the backward pass",
        scheduleCollectives},
@@ -52,12 +56,12 @@ const PassInfo* findPass(std::string_view name) {
 
 const std::vector<std::string>& defaultPipeline(bool forGpu) {
   // Simplify, expose primitives, batch maps, clean up, (on a GPU, cut reductions that would leave
-  // it idle into stages,) group what is left into kernels, then start each collective as early as
-  // its inputs allow.
+  // it idle into stages,) group what is left into kernels, let kernels equal but for a constant
+  // share one compile, then start each collective as early as its inputs allow.
   static const std::vector<std::string> host = {"canonicalize", "decompose", "vectorize", "cse",
-                                                "dce",          "fusion",    "schedule-collectives"};
+                                                "dce",          "fusion",    "share-kernels", "schedule-collectives"};
   static const std::vector<std::string> gpu = {"canonicalize", "decompose",        "vectorize", "cse", "dce",
-                                               "split-reductions", "fusion", "schedule-collectives"};
+                                               "split-reductions", "fusion", "share-kernels", "schedule-collectives"};
   return forGpu ? gpu : host;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "codegen/compile_cache.h"
+#include "ir/compile_profile.h"
 #include "ir/constant_data.h"
 #include "kiln.h"
 #include "runtime/cuda/context.h"
@@ -113,6 +114,57 @@ TEST_P(ConstantDataRun, KernelsReadTheWeightsAsBuffersAndMatchTheInterpreter) {
     ASSERT_TRUE(got.ok()) << got.error().str();
     expectClose(*got, *want);
   }
+}
+
+// `blocks` layer-norm-like blocks between matmuls, each with its own epsilon: the blocks' kernels
+// are equal but for that constant.
+std::string blocksWithTheirOwnEpsilon(int blocks) {
+  std::string body;
+  std::string x = "%x";
+  for (int i = 0; i < blocks; ++i) {
+    body += fmt::format(R"(  %h{0} = matmul {1}, %w
+  %m{0} = reduce_mean %h{0} {{axes = [-1], keepdims = true}}
+  %d{0} = sub %h{0}, %m{0}
+  %q{0} = mul %d{0}, %d{0}
+  %v{0} = reduce_mean %q{0} {{axes = [-1], keepdims = true}}
+  %e{0} = constant {2} : f32[]
+  %a{0} = add %v{0}, %e{0}
+  %r{0} = rsqrt %a{0}
+  %y{0} = mul %d{0}, %r{0}
+)",
+                        i, x, 0.5 * (i + 1));
+    x = fmt::format("%y{}", i);
+  }
+  return "func @main(%x: f32[8,32], %w: f32[32,32]) -> f32[8,32] {\n" + body + "  return " + x + "\n}\n";
+}
+
+// Kernels equal but for a constant share one compiled kernel (passes/share_kernels.h): each block's
+// epsilon is data the kernel reads, and every block still gets its own epsilon.
+TEST_P(ConstantDataRun, KernelsEqualButForAConstantCompileOnceAndKeepTheirOwnValue) {
+  if (GetParam() == codegen::Target::Cuda)
+    if (auto device = cuda::Device::get(); !device) GTEST_SKIP() << "no GPU: " << device.error().message();
+  auto m = parse(blocksWithTheirOwnEpsilon(6));
+  ASSERT_TRUE(m);
+  const Function& f = *m->entry();
+  CompileProfile profile;
+  codegen::CompileOptions options;
+  options.target = GetParam();
+  options.profile = &profile;
+  auto exe = Executable::compile(f, options, nullptr);
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  EXPECT_EQ((*exe)->plan().allConstants().size(), 6u);  // the six epsilons
+  size_t distinct = 0;
+  for (const auto& [name, n] : profile.counts())
+    if (name == "distinct kernels") distinct = n;
+  EXPECT_GE((*exe)->kernelNames().size(), 12u);
+  EXPECT_LE(distinct, 4u) << profile.table();
+  // Large epsilons make a wrong one visible in the result.
+  std::vector<Tensor> inputs = randomInputs(f, 7);
+  auto want = interpret(f, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  auto got = (*exe)->run(inputs);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  expectClose(*got, *want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ConstantDataRun, ::testing::Values(codegen::Target::Cpu, codegen::Target::Cuda),
