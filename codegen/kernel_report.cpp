@@ -60,11 +60,11 @@ KernelReport reportKernel(const KernelGroup& group, const std::string& region, T
   r.layout = layoutText(group);
   if (std::string strategy = target == Target::Cuda ? gpuStrategy(group) : ""; !strategy.empty())
     r.layout += ", " + strategy;
-  // On the GPU a library kernel runs as a cuBLASLt/cuDNN call when it can; its generated kernel
-  // stays the fallback (for no algorithm at run time), so both are named.
-  if (target == Target::Cuda && hasLibraryOp(group)) {
-    LibraryCall call = selectLibraryCall(group);
-    r.libraryCall = describeLibraryCall(call);
+  // A library kernel runs as a cuBLASLt/cuDNN call on the GPU, a oneDNN call on the CPU, when it
+  // can; its generated kernel stays the fallback (for no algorithm at run time), so both are named.
+  if (hasLibraryOp(group)) {
+    LibraryCall call = selectLibraryCall(group, target);
+    r.libraryCall = describeLibraryCall(call, target);
     r.layout = std::holds_alternative<GeneratedKernel>(call) ? r.layout + "; " + r.libraryCall
                                                              : r.libraryCall + "; fallback " + r.layout;
   }

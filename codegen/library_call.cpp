@@ -1,4 +1,5 @@
-// selectLibraryCall: match a kernel group against what cuBLASLt and cuDNN compute in one call.
+// selectLibraryCall: match a kernel group against what cuBLASLt and cuDNN (on the GPU) or oneDNN
+// (on the CPU) compute in one call.
 // Everything the library cannot do exactly as the IR says sends the whole group to the generated
 // kernel, with the reason; the library never computes part of a group (one call or one kernel
 // per group keeps the runtime's thunk list and its fallback simple).
@@ -80,7 +81,7 @@ struct Epilogue {
 // such a bias for the reason when it is not; `library` names the library in reasons.
 template <class IsBias>
 Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const IsBias& isBias, const std::string& biasText,
-                       const char* library) {
+                       const std::string& library) {
   Epilogue e;
   std::vector<const Op*> ops = downstreamOf(group, hero);
   const Value* result = ops.empty() ? hero.result() : ops.back()->result();
@@ -146,11 +147,11 @@ bool isColumnBias(const Value& bias, const Shape& result, int64_t n, bool bIsVec
   return std::all_of(s.begin(), s.end() - 1, [](int64_t d) { return d == 1; });
 }
 
-LibraryCall selectMatmul(const KernelGroup& group, const Op& hero) {
+LibraryCall selectMatmul(const KernelGroup& group, const Op& hero, const std::string& lib) {
   DType dtype = hero.result()->type().dtype;
   if (isInt(dtype))
     return GeneratedKernel{std::string(dtypeName(dtype)) +
-                           " matmul: cuBLASLt has no integer matmul with kiln's semantics (same dtype in and out, wrapping)"};
+                           " matmul: " + lib + " has no integer matmul with kiln's semantics (same dtype in and out, wrapping)"};
   const Shape& a = hero.operand(0)->type().shape;
   const Shape& b = hero.operand(1)->type().shape;
   Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;  // NumPy's 1-D promotion
@@ -182,7 +183,7 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero) {
   if (call.m == 0 || call.n == 0 || call.k == 0 || call.batch == 0)
     return GeneratedKernel{"empty matmul (a dimension is 0)"};
   if (!fitsInt32({call.m, call.n, call.k, call.batch}))
-    return GeneratedKernel{"matmul dimensions beyond int32, which cuBLASLt's layouts take"};
+    return GeneratedKernel{"matmul dimensions beyond int32, which " + lib + "'s layouts take"};
   call.a = bufferOf(group, hero.operand(0));
   call.b = bufferOf(group, hero.operand(1));
   if (call.a < 0 || call.b < 0) return GeneratedKernel{"a matmul operand is computed in the kernel"};
@@ -191,10 +192,10 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero) {
   const Shape& shape = hero.result()->type().shape;
   Epilogue e = splitEpilogue(
       group, hero, [&](const Value& bias) { return isColumnBias(bias, shape, call.n, b.size() == 1); },
-      "a bias of " + std::to_string(call.n) + " values, one per output column", "cuBLASLt");
+      "a bias of " + std::to_string(call.n) + " values, one per output column", lib);
   if (!e.reason.empty()) return GeneratedKernel{e.reason};
   if (e.activation == Activation::GeluErf)
-    return GeneratedKernel{"gelu is the erf form (approximate = \"none\"); cuBLASLt's GELU is the tanh approximation"};
+    return GeneratedKernel{"gelu is the erf form (approximate = \"none\"); " + lib + "'s GELU epilogue (as kiln uses it) is the tanh approximation"};
   call.bias = e.biasBuffer;
   bool bias = e.bias != nullptr;
   if (!e.hasActivation)
@@ -204,7 +205,7 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero) {
   else
     call.epilogue = bias ? MatmulEpilogue::BiasGelu : MatmulEpilogue::Gelu;
   if (dtype == DType::F64 && call.epilogue != MatmulEpilogue::None)
-    return GeneratedKernel{"f64 matmul with an epilogue: kiln uses cuBLASLt's epilogues for f32, f16 and bf16 only"};
+    return GeneratedKernel{"f64 matmul with an epilogue: kiln uses " + lib + "'s epilogues for f32, f16 and bf16 only"};
   return call;
 }
 
@@ -232,14 +233,14 @@ ConvShapes convShapes(const Op& hero, ConvDirection direction) {
   return {a, b, r};
 }
 
-LibraryCall selectConv(const KernelGroup& group, const Op& hero) {
+LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::string& lib) {
   ConvDirection direction = hero.kind() == OpKind::Conv2dBackwardData     ? ConvDirection::BackwardData
                             : hero.kind() == OpKind::Conv2dBackwardFilter ? ConvDirection::BackwardFilter
                                                                           : ConvDirection::Forward;
   auto [x, w, y] = convShapes(hero, direction);
   auto strides = hero.intsAttr("strides"), pads = hero.intsAttr("pads"), dilations = hero.intsAttr("dilations");
   if (pads[0] != pads[2] || pads[1] != pads[3])
-    return GeneratedKernel{"asymmetric pads " + shapeStr(pads) + " (top,left,bottom,right): cuDNN pads both sides equally"};
+    return GeneratedKernel{"asymmetric pads " + shapeStr(pads) + " (top,left,bottom,right): " + lib + " pads both sides equally"};
   ConvCall call;
   call.direction = direction;
   call.dtype = hero.result()->type().dtype;
@@ -254,13 +255,13 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero) {
   if (!fitsInt32({call.n, call.c, call.h, call.w, call.o, call.kh, call.kw, call.outH, call.outW, call.strideH,
                   call.strideW, call.padH, call.padW, call.dilationH, call.dilationW}) ||
       numElements(x) > INT32_MAX || numElements(y) > INT32_MAX)
-    return GeneratedKernel{"conv2d sizes beyond int32, which cuDNN's 4-d descriptors take"};
+    return GeneratedKernel{"conv2d sizes beyond int32, which " + lib + "'s 4-d descriptors take"};
   int first = bufferOf(group, hero.operand(0)), second = bufferOf(group, hero.operand(1));
   if (first < 0 || second < 0) return GeneratedKernel{std::string("a ") + std::string(hero.name()) + " operand is computed in the kernel"};
   call.output = static_cast<int>(group.inputs.size());
   if (direction != ConvDirection::Forward) {
     if (group.ops.size() != 1)
-      return GeneratedKernel{std::string(hero.name()) + " with fused ops: cuDNN's backward convolutions fuse no epilogue"};
+      return GeneratedKernel{std::string(hero.name()) + " with fused ops: " + lib + "'s backward convolutions fuse no epilogue"};
     if (direction == ConvDirection::BackwardData) call.dy = first, call.weights = second;
     else call.x = first, call.dy = second;
     return call;
@@ -270,16 +271,32 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero) {
 
   Epilogue e = splitEpilogue(
       group, hero, [&](const Value& bias) { return isChannelBias(bias, call.o); },
-      "a per-channel bias [1," + std::to_string(call.o) + ",1,1]", "cuDNN");
+      "a per-channel bias [1," + std::to_string(call.o) + ",1,1]", lib);
   if (!e.reason.empty()) return GeneratedKernel{e.reason};
   if (e.hasActivation && e.activation != Activation::Relu)
-    return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not relu, the one activation cuDNN fuses"};
-  if (e.hasActivation && !e.bias) return GeneratedKernel{"relu without a bias add: cuDNN fuses relu only after a bias"};
+    return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not relu, the one activation " + lib + " fuses"};
+  if (e.hasActivation && !e.bias) return GeneratedKernel{"relu without a bias add: " + lib + " fuses relu only after a bias"};
   call.bias = e.biasBuffer;
   call.epilogue = !e.bias ? ConvEpilogue::None : e.hasActivation ? ConvEpilogue::BiasRelu : ConvEpilogue::Bias;
   if (call.dtype == DType::F64 && call.epilogue != ConvEpilogue::None)
-    return GeneratedKernel{"f64 conv2d with an epilogue: kiln uses cuDNN's fused bias for f32, f16 and bf16 only"};
+    return GeneratedKernel{"f64 conv2d with an epilogue: kiln uses " + lib + "'s fused bias for f32, f16 and bf16 only"};
   return call;
+}
+
+// On the CPU, oneDNN's matmul with its bias and eltwise post-ops (f32: the generated kernels
+// accumulate other types as kiln specifies, in f64 for f64). Convolutions are not handed over yet.
+LibraryCall selectOnCpu(const KernelGroup& group, const Op& hero) {
+#if !KILN_HAVE_ONEDNN
+  (void)group;
+  return GeneratedKernel{std::string(hero.name()) + ": kiln was built without oneDNN (install libdnnl-dev and rebuild)"};
+#else
+  if (hero.kind() != OpKind::Matmul)
+    return GeneratedKernel{std::string(hero.name()) + " on the CPU: kiln calls oneDNN for matmuls only, so far"};
+  LibraryCall call = selectMatmul(group, hero, "oneDNN");
+  if (const auto* m = std::get_if<MatmulCall>(&call); m && m->dtype != DType::F32)
+    return GeneratedKernel{std::string(dtypeName(m->dtype)) + " matmul: kiln calls oneDNN for f32 only"};
+  return call;
+#endif
 }
 
 }  // namespace
@@ -288,20 +305,21 @@ bool hasLibraryOp(const KernelGroup& group) {
   return std::any_of(group.ops.begin(), group.ops.end(), [](const Op* op) { return isLibraryOp(*op); });
 }
 
-LibraryCall selectLibraryCall(const KernelGroup& group) {
+LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   std::vector<const Op*> heroes;
   for (const Op* op : group.ops)
     if (isLibraryOp(*op)) heroes.push_back(op);
   if (heroes.empty()) return GeneratedKernel{"no matmul or conv2d in the kernel"};
   if (heroes.size() > 1) return GeneratedKernel{"more than one matmul, conv2d or pooling op in the kernel"};
   const Op& hero = *heroes[0];
+  if (hero.kind() == OpKind::MaxPool2d || hero.kind() == OpKind::AvgPool2d)
+    return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
+  if (target == Target::Cpu) return selectOnCpu(group, hero);
   switch (hero.kind()) {
-    case OpKind::Matmul: return selectMatmul(group, hero);
+    case OpKind::Matmul: return selectMatmul(group, hero, "cuBLASLt");
     case OpKind::Conv2d:
     case OpKind::Conv2dBackwardData:
-    case OpKind::Conv2dBackwardFilter: return selectConv(group, hero);
-    case OpKind::MaxPool2d:
-    case OpKind::AvgPool2d: return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
+    case OpKind::Conv2dBackwardFilter: return selectConv(group, hero, "cuDNN");
     default: return GeneratedKernel{std::string(hero.name()) + ": no library call for it yet"};
   }
 }
@@ -327,10 +345,11 @@ const char* epilogueName(ConvEpilogue epilogue) {
   return "none";
 }
 
-std::string describeLibraryCall(const LibraryCall& call) {
+std::string describeLibraryCall(const LibraryCall& call, Target target) {
+  std::string blas = target == Target::Cpu ? "oneDNN" : "cuBLASLt";
   if (const auto* m = std::get_if<MatmulCall>(&call))
-    return m->epilogue == MatmulEpilogue::None ? "cuBLASLt matmul (no epilogue)"
-                                               : std::string("cuBLASLt matmul (epilogue ") + epilogueName(m->epilogue) + ")";
+    return m->epilogue == MatmulEpilogue::None ? blas + " matmul (no epilogue)"
+                                               : blas + " matmul (epilogue " + epilogueName(m->epilogue) + ")";
   if (const auto* c = std::get_if<ConvCall>(&call)) {
     if (c->direction == ConvDirection::BackwardData) return "cuDNN conv2d backward-data";
     if (c->direction == ConvDirection::BackwardFilter) return "cuDNN conv2d backward-filter";

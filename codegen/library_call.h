@@ -1,13 +1,15 @@
-// Which vendor library call runs a kernel group on the CUDA target: cuBLASLt for a matmul and its
-// epilogue, cuDNN for a conv2d and its epilogue, or the generated kernel, with the reason. Pure
-// planning (no CUDA headers), so `kiln explain` says the same thing on any machine, and the CUDA
-// runtime (runtime/cuda/cublaslt.h, cudnn.h) executes exactly what this describes.
+// Which vendor library call runs a kernel group: on the CUDA target cuBLASLt for a matmul and its
+// epilogue, cuDNN for a conv2d and its epilogue; on the CPU oneDNN for an f32 matmul and its
+// epilogue; else the generated kernel, with the reason. Pure planning (no CUDA or oneDNN headers),
+// so `kiln explain` says the same thing on any machine, and the runtimes (runtime/cuda/cublaslt.h,
+// cudnn.h; runtime/onednn.h) execute exactly what this describes.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <variant>
 
+#include "codegen/compile_options.h"
 #include "codegen/kernel_plan.h"
 
 namespace kiln::codegen {
@@ -68,15 +70,15 @@ bool hasLibraryOp(const KernelGroup& group);
 // The library call that computes the whole group, or GeneratedKernel with the reason it cannot:
 // an op the library cannot apply, a dtype it does not take, a batch broadcast that is not one
 // strided batch, asymmetric padding, an intermediate value the kernel must also store.
-LibraryCall selectLibraryCall(const KernelGroup& group);
+LibraryCall selectLibraryCall(const KernelGroup& group, Target target = Target::Cuda);
 
 // "bias+relu", "none", ...
 const char* epilogueName(MatmulEpilogue epilogue);
 const char* epilogueName(ConvEpilogue epilogue);
 
 // What `kiln explain` prints: "cuBLASLt matmul (epilogue bias+relu)", "cuDNN conv2d (bias+relu)",
-// "generated kernel: <reason>".
-std::string describeLibraryCall(const LibraryCall& call);
+// "oneDNN matmul (no epilogue)" on the CPU, "generated kernel: <reason>".
+std::string describeLibraryCall(const LibraryCall& call, Target target = Target::Cuda);
 
 // A row-major MatmulCall as the column-major GEMM cuBLASLt computes. Row-major C[m,n] is
 // column-major C^T[n,m] with leading dimension n, so C = A @ B is C^T = B^T @ A^T: cuBLASLt's

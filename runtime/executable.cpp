@@ -8,6 +8,7 @@
 #include "ir/compile_profile.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
+#include "runtime/onednn.h"
 #endif
 
 namespace kiln {
@@ -123,7 +124,28 @@ Expected<std::unique_ptr<Executable>> Executable::compile(const Function& functi
   exe->errors_ = std::move(object->errors);
   exe->jit_ = std::move(jit);
   exe->kernels_ = std::move(kernels);
+  exe->makeLibraryCalls();
   return exe;
+}
+
+namespace {
+// KILN_CPU_LIBRARIES=off runs every kernel as generated code (to compare the two).
+bool cpuLibrariesEnabled() {
+  const char* env = std::getenv("KILN_CPU_LIBRARIES");
+  return !env || std::string_view(env) != "off";
+}
+}  // namespace
+
+void Executable::makeLibraryCalls() {
+  if (!cpuLibrariesEnabled()) return;
+  // The matmuls oneDNN computes (codegen::selectLibraryCall, which `kiln explain` prints). Should
+  // oneDNN refuse a primitive it was expected to take, the generated kernel runs it instead.
+  for (const codegen::KernelGroup* group : plan_->allGroups()) {
+    if (!codegen::hasLibraryOp(*group)) continue;
+    codegen::LibraryCall call = codegen::selectLibraryCall(*group, codegen::Target::Cpu);
+    if (const auto* matmul = std::get_if<codegen::MatmulCall>(&call))
+      if (auto primitive = OnednnMatmul::create(*matmul); primitive.ok()) libraryCalls_[group] = std::move(*primitive);
+  }
 }
 
 }  // namespace kiln

@@ -27,6 +27,7 @@ class Communicator;
 namespace codegen {
 class CpuJit;
 }
+class OnednnMatmul;
 namespace cuda {
 class Program;
 }
@@ -139,6 +140,7 @@ class Executable {
   friend class ExecutionContext;
   Executable(std::unique_ptr<Module> module, const Function* function, std::unique_ptr<codegen::BlockPlan> plan);
   explicit Executable(std::unique_ptr<cuda::Program> program);
+  void makeLibraryCalls();
 
   std::unique_ptr<Module> module_;  // owns function_; declared first so the plan dies before it
   const Function* function_;
@@ -147,6 +149,8 @@ class Executable {
   std::vector<const Value*> constants_;  // plan_'s constant data, which every run points at
   std::unique_ptr<codegen::CpuJit> jit_;
   std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;
+  // Kernels a library runs instead of the generated code (runtime/onednn.h).
+  std::unordered_map<const codegen::KernelGroup*, std::unique_ptr<OnednnMatmul>> libraryCalls_;
   std::vector<codegen::KernelError> errors_;
   std::unique_ptr<cuda::Program> cuda_;  // Target::Cuda: the rest above is unused
 };

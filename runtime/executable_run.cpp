@@ -14,6 +14,7 @@
 #include "runtime/collectives/in_flight.h"
 #include "runtime/collectives/reduction_thread.h"
 #include "runtime/executable.h"
+#include "runtime/onednn.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
 #endif
@@ -185,6 +186,14 @@ class ExecutionContext {
     std::vector<void*> args;
     for (const Value* v : group.inputs) args.push_back(buffer(v));
     for (const Value* v : group.results) args.push_back(allocate(v));
+    if (auto library = exe_.libraryCalls_.find(&group); library != exe_.libraryCalls_.end()) {
+      if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
+      auto start = std::chrono::steady_clock::now();
+      Status s = library->second->run(args.data());
+      if (options_.kernelMilliseconds) (*options_.kernelMilliseconds)[group.name] += millisecondsSince(start);
+      if (!s) return s.error().at(group.ops.front()->loc());
+      return {};
+    }
     int64_t n = codegen::numWorkItems(group, cpuTarget_);
     codegen::CpuKernelFn fn = exe_.kernels_.at(&group);
     // Each chunk has its own error word; the error of the first failing chunk is reported, so

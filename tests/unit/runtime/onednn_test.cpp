@@ -1,0 +1,161 @@
+// oneDNN on the CPU backend (runtime/onednn.h): which matmul kernels it takes, and that each one it
+// takes (every epilogue, batches, broadcasts, 1-D operands) computes what the interpreter and the
+// generated kernel compute.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "codegen/library_call.h"
+#include "kiln.h"
+
+namespace kiln {
+namespace {
+
+struct Case {
+  const char* name;
+  const char* text;
+  const char* call;  // describeLibraryCall on the CPU for the matmul's kernel
+};
+
+const Case kCases[] = {
+    {"Plain", R"(func @main(%a: f32[33,17], %b: f32[17,29]) -> f32[33,29] {
+  %c = matmul %a, %b
+  return %c
+})",
+     "oneDNN matmul (no epilogue)"},
+    {"BiasRelu", R"(func @main(%a: f32[16,40], %b: f32[40,24], %bias: f32[24]) -> f32[16,24] {
+  %c = matmul %a, %b
+  %d = add %c, %bias
+  %e = relu %d
+  return %e
+})",
+     "oneDNN matmul (epilogue bias+relu)"},
+    {"Relu", R"(func @main(%a: f32[8,40], %b: f32[40,24]) -> f32[8,24] {
+  %c = matmul %a, %b
+  %e = relu %c
+  return %e
+})",
+     "oneDNN matmul (epilogue relu)"},
+    {"BiasGeluTanh", R"(func @main(%a: f32[8,32], %b: f32[32,48], %bias: f32[1,48]) -> f32[8,48] {
+  %c = matmul %a, %b
+  %d = add %c, %bias
+  %e = gelu %d {approximate = "tanh"}
+  return %e
+})",
+     "oneDNN matmul (epilogue bias+gelu)"},
+    {"Batched", R"(func @main(%a: f32[3,5,16], %b: f32[3,16,7]) -> f32[3,5,7] {
+  %c = matmul %a, %b
+  return %c
+})",
+     "oneDNN matmul (no epilogue)"},
+    {"BroadcastWeights", R"(func @main(%a: f32[4,6,16], %b: f32[16,9], %bias: f32[9]) -> f32[4,6,9] {
+  %c = matmul %a, %b
+  %d = add %c, %bias
+  return %d
+})",
+     "oneDNN matmul (epilogue bias)"},
+    {"BroadcastInput", R"(func @main(%a: f32[6,16], %b: f32[2,3,16,9]) -> f32[2,3,6,9] {
+  %c = matmul %a, %b
+  return %c
+})",
+     "oneDNN matmul (no epilogue)"},
+    {"MatrixVector", R"(func @main(%a: f32[12,20], %v: f32[20]) -> f32[12] {
+  %c = matmul %a, %v
+  return %c
+})",
+     "oneDNN matmul (no epilogue)"},
+};
+
+class OnednnMatmulCase : public ::testing::TestWithParam<Case> {};
+
+std::string libraryCallOf(const Executable& exe) {
+  for (const codegen::KernelGroup* group : exe.plan().allGroups())
+    if (codegen::hasLibraryOp(*group))
+      return codegen::describeLibraryCall(codegen::selectLibraryCall(*group, codegen::Target::Cpu), codegen::Target::Cpu);
+  return "no library kernel";
+}
+
+void expectClose(const Tensor& got, const Tensor& want, const char* what) {
+  ASSERT_EQ(got.type(), want.type()) << what;
+  for (int64_t i = 0; i < want.numElements(); ++i)
+    ASSERT_NEAR(got.getDouble(i), want.getDouble(i), 1e-4 * (1 + std::fabs(want.getDouble(i))))
+        << what << ", element " << i;
+}
+
+TEST_P(OnednnMatmulCase, ComputesWhatTheInterpreterAndTheGeneratedKernelCompute) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev): CPU matmuls run generated kernels";
+#endif
+  const Case& c = GetParam();
+  auto m = parseModule(c.text, std::string(c.name) + ".kiln");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  const Function& f = *(*m)->entry();
+  auto exe = Executable::compile(f, {});
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  EXPECT_EQ(libraryCallOf(**exe), c.call);
+  std::vector<Tensor> inputs = randomInputs(f, 11);
+  auto want = interpret(f, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  auto got = (*exe)->run(inputs);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  expectClose((*got)[0], (*want)[0], "oneDNN");
+
+  // The generated kernel, which KILN_CPU_LIBRARIES=off runs instead, agrees.
+  setenv("KILN_CPU_LIBRARIES", "off", 1);
+  auto generated = Executable::compile(f, {});
+  unsetenv("KILN_CPU_LIBRARIES");
+  ASSERT_TRUE(generated.ok()) << generated.error().str();
+  auto fallback = (*generated)->run(inputs);
+  ASSERT_TRUE(fallback.ok()) << fallback.error().str();
+  expectClose((*fallback)[0], (*got)[0], "generated kernel against oneDNN");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, OnednnMatmulCase, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// What stays a generated kernel says why.
+TEST(OnednnMatmul, WhatOneDnnDoesNotTakeSaysWhy) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
+#endif
+  struct Refused {
+    const char* text;
+    const char* reason;
+  };
+  const Refused refused[] = {
+      {R"(func @main(%a: f64[4,8], %b: f64[8,4]) -> f64[4,4] {
+  %c = matmul %a, %b
+  return %c
+})",
+       "generated kernel: f64 matmul: kiln calls oneDNN for f32 only"},
+      {R"(func @main(%a: i32[4,8], %b: i32[8,4]) -> i32[4,4] {
+  %c = matmul %a, %b
+  return %c
+})",
+       "generated kernel: i32 matmul: oneDNN has no integer matmul with kiln's semantics (same dtype in and out, wrapping)"},
+      {R"(func @main(%a: f32[4,8], %b: f32[8,4]) -> f32[4,4] {
+  %c = matmul %a, %b
+  %e = gelu %c
+  return %e
+})",
+       "generated kernel: gelu is the erf form (approximate = \"none\"); oneDNN's GELU epilogue (as kiln uses it) is the tanh "
+       "approximation"},
+  };
+  for (const Refused& r : refused) {
+    auto m = parseModule(r.text, "refused.kiln");
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    const Function& f = *(*m)->entry();
+    auto exe = Executable::compile(f, {});
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    EXPECT_EQ(libraryCallOf(**exe), r.reason);
+    std::vector<Tensor> inputs = randomInputs(f, 2);
+    auto want = interpret(f, inputs);
+    auto got = (*exe)->run(inputs);
+    ASSERT_TRUE(want.ok() && got.ok());
+    expectClose((*got)[0], (*want)[0], r.reason);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
