@@ -283,28 +283,15 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
   return call;
 }
 
-// On the CPU, oneDNN's matmul with its bias and eltwise post-ops (f32: the generated kernels
-// accumulate other types as kiln specifies, in f64 for f64). Convolutions are not handed over yet.
-LibraryCall selectOnCpu(const KernelGroup& group, const Op& hero) {
-#if !KILN_HAVE_ONEDNN
-  (void)group;
-  return GeneratedKernel{std::string(hero.name()) + ": kiln was built without oneDNN (install libdnnl-dev and rebuild)"};
-#else
-  if (hero.kind() != OpKind::Matmul)
-    return GeneratedKernel{std::string(hero.name()) + " on the CPU: kiln calls oneDNN for matmuls only, so far"};
-  LibraryCall call = selectMatmul(group, hero, "oneDNN");
-  if (const auto* m = std::get_if<MatmulCall>(&call); m && m->dtype != DType::F32)
-    return GeneratedKernel{std::string(dtypeName(m->dtype)) + " matmul: kiln calls oneDNN for f32 only"};
-  return call;
-#endif
-}
-
 }  // namespace
 
 bool hasLibraryOp(const KernelGroup& group) {
   return std::any_of(group.ops.begin(), group.ops.end(), [](const Op* op) { return isLibraryOp(*op); });
 }
 
+// The same rules on both targets, with the library named: cuBLASLt and cuDNN on the GPU; oneDNN on
+// the CPU, for f32 only (the generated kernels compute other types as kiln specifies: f16/bf16
+// through f32, f64 accumulating in f64).
 LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   std::vector<const Op*> heroes;
   for (const Op* op : group.ops)
@@ -312,16 +299,25 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   if (heroes.empty()) return GeneratedKernel{"no matmul or conv2d in the kernel"};
   if (heroes.size() > 1) return GeneratedKernel{"more than one matmul, conv2d or pooling op in the kernel"};
   const Op& hero = *heroes[0];
-  if (hero.kind() == OpKind::MaxPool2d || hero.kind() == OpKind::AvgPool2d)
-    return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
-  if (target == Target::Cpu) return selectOnCpu(group, hero);
+  bool cpu = target == Target::Cpu;
+  LibraryCall call;
   switch (hero.kind()) {
-    case OpKind::Matmul: return selectMatmul(group, hero, "cuBLASLt");
+    case OpKind::Matmul: call = selectMatmul(group, hero, cpu ? "oneDNN" : "cuBLASLt"); break;
     case OpKind::Conv2d:
     case OpKind::Conv2dBackwardData:
-    case OpKind::Conv2dBackwardFilter: return selectConv(group, hero, "cuDNN");
+    case OpKind::Conv2dBackwardFilter: call = selectConv(group, hero, cpu ? "oneDNN" : "cuDNN"); break;
+    case OpKind::MaxPool2d:
+    case OpKind::AvgPool2d: return GeneratedKernel{std::string(hero.name()) + ": kiln calls no library for pooling"};
     default: return GeneratedKernel{std::string(hero.name()) + ": no library call for it yet"};
   }
+  if (!cpu || std::holds_alternative<GeneratedKernel>(call)) return call;
+#if KILN_HAVE_ONEDNN
+  if (DType dtype = hero.result()->type().dtype; dtype != DType::F32)
+    return GeneratedKernel{std::string(dtypeName(dtype)) + " " + std::string(hero.name()) + ": kiln calls oneDNN for f32 only"};
+  return call;
+#else
+  return GeneratedKernel{std::string(hero.name()) + ": kiln was built without oneDNN (install libdnnl-dev and rebuild)"};
+#endif
 }
 
 const char* epilogueName(MatmulEpilogue epilogue) {
@@ -346,15 +342,15 @@ const char* epilogueName(ConvEpilogue epilogue) {
 }
 
 std::string describeLibraryCall(const LibraryCall& call, Target target) {
-  std::string blas = target == Target::Cpu ? "oneDNN" : "cuBLASLt";
+  std::string blas = target == Target::Cpu ? "oneDNN" : "cuBLASLt", dnn = target == Target::Cpu ? "oneDNN" : "cuDNN";
   if (const auto* m = std::get_if<MatmulCall>(&call))
     return m->epilogue == MatmulEpilogue::None ? blas + " matmul (no epilogue)"
                                                : blas + " matmul (epilogue " + epilogueName(m->epilogue) + ")";
   if (const auto* c = std::get_if<ConvCall>(&call)) {
-    if (c->direction == ConvDirection::BackwardData) return "cuDNN conv2d backward-data";
-    if (c->direction == ConvDirection::BackwardFilter) return "cuDNN conv2d backward-filter";
-    return c->epilogue == ConvEpilogue::None ? "cuDNN conv2d (no epilogue)"
-                                             : std::string("cuDNN conv2d (") + epilogueName(c->epilogue) + ")";
+    if (c->direction == ConvDirection::BackwardData) return dnn + " conv2d backward-data";
+    if (c->direction == ConvDirection::BackwardFilter) return dnn + " conv2d backward-filter";
+    return c->epilogue == ConvEpilogue::None ? dnn + " conv2d (no epilogue)"
+                                             : dnn + " conv2d (" + epilogueName(c->epilogue) + ")";
   }
   return "generated kernel: " + std::get<GeneratedKernel>(call).reason;
 }

@@ -138,13 +138,13 @@ bool cpuLibrariesEnabled() {
 
 void Executable::makeLibraryCalls() {
   if (!cpuLibrariesEnabled()) return;
-  // The matmuls oneDNN computes (codegen::selectLibraryCall, which `kiln explain` prints). Should
-  // oneDNN refuse a primitive it was expected to take, the generated kernel runs it instead.
+  // The matmuls and convolutions oneDNN computes (codegen::selectLibraryCall, which `kiln explain`
+  // prints). Should oneDNN refuse a primitive it was expected to take, the generated kernel runs it.
   for (const codegen::KernelGroup* group : plan_->allGroups()) {
     if (!codegen::hasLibraryOp(*group)) continue;
     codegen::LibraryCall call = codegen::selectLibraryCall(*group, codegen::Target::Cpu);
-    if (const auto* matmul = std::get_if<codegen::MatmulCall>(&call))
-      if (auto primitive = OnednnMatmul::create(*matmul); primitive.ok()) libraryCalls_[group] = std::move(*primitive);
+    if (std::holds_alternative<codegen::GeneratedKernel>(call)) continue;
+    if (auto primitive = OnednnCall::create(call); primitive.ok()) libraryCalls_[group] = std::move(*primitive);
   }
 }
 

@@ -27,7 +27,7 @@ class Communicator;
 namespace codegen {
 class CpuJit;
 }
-class OnednnMatmul;
+class OnednnCall;
 namespace cuda {
 class Program;
 }
@@ -150,7 +150,7 @@ class Executable {
   std::unique_ptr<codegen::CpuJit> jit_;
   std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;
   // Kernels a library runs instead of the generated code (runtime/onednn.h).
-  std::unordered_map<const codegen::KernelGroup*, std::unique_ptr<OnednnMatmul>> libraryCalls_;
+  std::unordered_map<const codegen::KernelGroup*, std::unique_ptr<OnednnCall>> libraryCalls_;
   std::vector<codegen::KernelError> errors_;
   std::unique_ptr<cuda::Program> cuda_;  // Target::Cuda: the rest above is unused
 };

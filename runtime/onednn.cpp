@@ -1,15 +1,18 @@
-// OnednnMatmul: a MatmulCall as oneDNN's matmul primitive. Row-major throughout: A is [batch?,m,k],
-// B [batch?,k,n], C [batch?,m,n], each with the strides MatmulCall gives (a batch stride of 0 is a
-// broadcast operand: a batch dim of 1 in oneDNN's descriptor); the bias is [1,(1,)n].
+// OnednnCall: a MatmulCall or ConvCall as a oneDNN primitive plus the list of its arguments, each
+// a memory descriptor and the kernel buffer it wraps. Row-major matmuls: A is [batch?,m,k], B
+// [batch?,k,n], C [batch?,m,n] with MatmulCall's strides (a batch stride of 0 is a broadcast
+// operand: a batch dim of 1), the bias [1,(1,)n]. Convolutions in kiln's layouts: NCHW
+// activations, OIHW weights (GOIHW with groups), the bias [o]; oneDNN picks its own algorithm for
+// plain layouts (reordering to its blocked ones per call is a measured next step).
 #include "runtime/onednn.h"
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #if KILN_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
-
-#include <vector>
 #endif
 
 namespace kiln {
@@ -54,78 +57,168 @@ dnnl_memory_desc_t matrixDesc(int64_t batch, int64_t rows, int64_t cols, int64_t
   return md;
 }
 
-}  // namespace
+dnnl_memory_desc_t plainDesc(std::vector<int64_t> dims, dnnl_format_tag_t tag) {
+  dnnl_memory_desc_t md;
+  dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()), dims.data(), dnnl_f32, tag);
+  return md;
+}
 
-struct OnednnMatmul::State {
-  codegen::MatmulCall call;
-  dnnl_memory_desc_t a, b, bias, c;
-  dnnl_primitive_t primitive = nullptr;
+// Primitive attributes holding at most one eltwise post-op (relu or tanh-gelu).
+class PostOps {
+ public:
+  explicit PostOps(dnnl_alg_kind_t activation = dnnl_alg_kind_undef) {
+    status_ = check(dnnl_primitive_attr_create(&attr_), "dnnl_primitive_attr_create");
+    if (!status_.ok() || activation == dnnl_alg_kind_undef) return;
+    status_ = check(dnnl_post_ops_create(&ops_), "dnnl_post_ops_create");
+    if (status_.ok()) status_ = check(dnnl_post_ops_append_eltwise(ops_, 1.0f, activation, 0.0f, 0.0f), "dnnl_post_ops_append_eltwise");
+    if (status_.ok()) status_ = check(dnnl_primitive_attr_set_post_ops(attr_, ops_), "dnnl_primitive_attr_set_post_ops");
+  }
+  ~PostOps() {
+    if (ops_) dnnl_post_ops_destroy(ops_);
+    if (attr_) dnnl_primitive_attr_destroy(attr_);
+  }
+  PostOps(const PostOps&) = delete;
+  PostOps& operator=(const PostOps&) = delete;
+  const Status& status() const { return status_; }
+  dnnl_primitive_attr_t get() const { return attr_; }
+
+ private:
+  dnnl_primitive_attr_t attr_ = nullptr;
+  dnnl_post_ops_t ops_ = nullptr;
+  Status status_;
 };
 
-Expected<std::unique_ptr<OnednnMatmul>> OnednnMatmul::create(const codegen::MatmulCall& call) {
-  if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 matmuls only");
-  const Engine& e = engine();
-  KILN_TRY(e.status);
-  std::unique_ptr<OnednnMatmul> m(new OnednnMatmul);
-  m->state_ = std::make_unique<State>();
-  State& s = *m->state_;
-  s.call = call;
-  bool batched = call.batch > 1;
-  s.a = matrixDesc(call.batch, call.m, call.k, call.batchStrideA, batched);
-  s.b = matrixDesc(call.batch, call.k, call.n, call.batchStrideB, batched);
-  s.c = matrixDesc(call.batch, call.m, call.n, call.m * call.n, batched);
-  s.bias = matrixDesc(1, 1, call.n, 0, batched);
-  dnnl_matmul_desc_t desc;
-  KILN_DNNL(dnnl_matmul_desc_init, &desc, &s.a, &s.b, call.bias >= 0 ? &s.bias : nullptr, &s.c);
-
-  dnnl_primitive_attr_t attr = nullptr;
-  KILN_DNNL(dnnl_primitive_attr_create, &attr);
-  dnnl_post_ops_t postOps = nullptr;
-  Status made = check(dnnl_post_ops_create(&postOps), "dnnl_post_ops_create");
-  using E = codegen::MatmulEpilogue;
-  if (made.ok() && (call.epilogue == E::Relu || call.epilogue == E::BiasRelu))
-    made = check(dnnl_post_ops_append_eltwise(postOps, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f), "dnnl_post_ops_append_eltwise");
-  if (made.ok() && (call.epilogue == E::Gelu || call.epilogue == E::BiasGelu))
-    made = check(dnnl_post_ops_append_eltwise(postOps, 1.0f, dnnl_eltwise_gelu_tanh, 0.0f, 0.0f), "dnnl_post_ops_append_eltwise");
-  if (made.ok()) made = check(dnnl_primitive_attr_set_post_ops(attr, postOps), "dnnl_primitive_attr_set_post_ops");
+// A primitive descriptor, destroyed with its owner.
+struct PrimitiveDesc {
   dnnl_primitive_desc_t pd = nullptr;
-  if (made.ok()) made = check(dnnl_primitive_desc_create(&pd, &desc, attr, e.engine, nullptr), "dnnl_primitive_desc_create");
-  if (made.ok()) made = check(dnnl_primitive_create(&s.primitive, pd), "dnnl_primitive_create");
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  if (postOps) dnnl_post_ops_destroy(postOps);
-  dnnl_primitive_attr_destroy(attr);
-  KILN_TRY(made);
-  return m;
+  PrimitiveDesc() = default;
+  PrimitiveDesc(const PrimitiveDesc&) = delete;
+  PrimitiveDesc& operator=(const PrimitiveDesc&) = delete;
+  ~PrimitiveDesc() {
+    if (pd) dnnl_primitive_desc_destroy(pd);
+  }
+};
+
+}  // namespace
+
+struct OnednnCall::State {
+  struct Arg {
+    int dnnlArg;
+    dnnl_memory_desc_t desc;
+    int buffer;  // index into the kernel's arguments
+  };
+  std::vector<Arg> args;
+  dnnl_primitive_t primitive = nullptr;
+
+  Status makePrimitive(const_dnnl_op_desc_t desc, const PostOps& attr, const_dnnl_primitive_desc_t hint = nullptr) {
+    KILN_TRY(attr.status());
+    PrimitiveDesc pd;
+    KILN_DNNL(dnnl_primitive_desc_create, &pd.pd, desc, attr.get(), engine().engine, hint);
+    KILN_DNNL(dnnl_primitive_create, &primitive, pd.pd);
+    return {};
+  }
+
+  Status matmul(const codegen::MatmulCall& call) {
+    if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 matmuls only");
+    bool batched = call.batch > 1;
+    dnnl_memory_desc_t a = matrixDesc(call.batch, call.m, call.k, call.batchStrideA, batched);
+    dnnl_memory_desc_t b = matrixDesc(call.batch, call.k, call.n, call.batchStrideB, batched);
+    dnnl_memory_desc_t c = matrixDesc(call.batch, call.m, call.n, call.m * call.n, batched);
+    dnnl_memory_desc_t bias = matrixDesc(1, 1, call.n, 0, batched);
+    args = {{DNNL_ARG_SRC, a, call.a}, {DNNL_ARG_WEIGHTS, b, call.b}, {DNNL_ARG_DST, c, call.output}};
+    if (call.bias >= 0) args.push_back({DNNL_ARG_BIAS, bias, call.bias});
+    dnnl_matmul_desc_t desc;
+    KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, &b, call.bias >= 0 ? &bias : nullptr, &c);
+    using E = codegen::MatmulEpilogue;
+    dnnl_alg_kind_t activation = call.epilogue == E::Relu || call.epilogue == E::BiasRelu   ? dnnl_eltwise_relu
+                                 : call.epilogue == E::Gelu || call.epilogue == E::BiasGelu ? dnnl_eltwise_gelu_tanh
+                                                                                            : dnnl_alg_kind_undef;
+    return makePrimitive(&desc, PostOps(activation));
+  }
+
+  Status conv(const codegen::ConvCall& call) {
+    if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 convolutions only");
+    dnnl_memory_desc_t x = plainDesc({call.n, call.c, call.h, call.w}, dnnl_nchw);
+    dnnl_memory_desc_t y = plainDesc({call.n, call.o, call.outH, call.outW}, dnnl_nchw);
+    dnnl_memory_desc_t w = call.groups == 1 ? plainDesc({call.o, call.c, call.kh, call.kw}, dnnl_oihw)
+                                            : plainDesc({call.groups, call.o / call.groups, call.c / call.groups, call.kh, call.kw}, dnnl_goihw);
+    dnnl_memory_desc_t bias = plainDesc({call.o}, dnnl_a);
+    dnnl_dims_t strides = {call.strideH, call.strideW};
+    dnnl_dims_t dilates = {call.dilationH - 1, call.dilationW - 1};  // oneDNN counts the gaps
+    dnnl_dims_t padL = {call.padH, call.padW};
+    // The far side's padding that gives kiln's output size (floor mode: it may pad less).
+    dnnl_dims_t padR = {(call.outH - 1) * call.strideH + (call.kh - 1) * call.dilationH + 1 - call.h - call.padH,
+                        (call.outW - 1) * call.strideW + (call.kw - 1) * call.dilationW + 1 - call.w - call.padW};
+    dnnl_convolution_desc_t forward;
+    bool hasBias = call.direction == codegen::ConvDirection::Forward && call.bias >= 0;
+    KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &forward,
+              call.direction == codegen::ConvDirection::Forward ? dnnl_forward_inference : dnnl_forward_training,
+              dnnl_convolution_direct, &x, &w, hasBias ? &bias : nullptr, &y, strides, dilates, padL, padR);
+    switch (call.direction) {
+      case codegen::ConvDirection::Forward: {
+        args = {{DNNL_ARG_SRC, x, call.x}, {DNNL_ARG_WEIGHTS, w, call.weights}, {DNNL_ARG_DST, y, call.output}};
+        if (hasBias) args.push_back({DNNL_ARG_BIAS, bias, call.bias});
+        bool relu = call.epilogue == codegen::ConvEpilogue::BiasRelu;
+        return makePrimitive(&forward, PostOps(relu ? dnnl_eltwise_relu : dnnl_alg_kind_undef));
+      }
+      case codegen::ConvDirection::BackwardData:
+      case codegen::ConvDirection::BackwardFilter: break;
+    }
+    // The backward primitives take the forward one's descriptor as a hint.
+    PostOps none;
+    KILN_TRY(none.status());
+    PrimitiveDesc hint;
+    KILN_DNNL(dnnl_primitive_desc_create, &hint.pd, &forward, none.get(), engine().engine, nullptr);
+    dnnl_convolution_desc_t backward;
+    if (call.direction == codegen::ConvDirection::BackwardData) {
+      args = {{DNNL_ARG_DIFF_DST, y, call.dy}, {DNNL_ARG_WEIGHTS, w, call.weights}, {DNNL_ARG_DIFF_SRC, x, call.output}};
+      KILN_DNNL(dnnl_dilated_convolution_backward_data_desc_init, &backward, dnnl_convolution_direct, &x, &w, &y, strides,
+                dilates, padL, padR);
+    } else {
+      args = {{DNNL_ARG_SRC, x, call.x}, {DNNL_ARG_DIFF_DST, y, call.dy}, {DNNL_ARG_DIFF_WEIGHTS, w, call.output}};
+      KILN_DNNL(dnnl_dilated_convolution_backward_weights_desc_init, &backward, dnnl_convolution_direct, &x, &w, nullptr,
+                &y, strides, dilates, padL, padR);
+    }
+    return makePrimitive(&backward, none, hint.pd);
+  }
+};
+
+OnednnCall::OnednnCall() : state_(std::make_unique<State>()) {}
+
+OnednnCall::~OnednnCall() {
+  if (state_->primitive) dnnl_primitive_destroy(state_->primitive);
 }
 
-OnednnMatmul::~OnednnMatmul() {
-  if (state_ && state_->primitive) dnnl_primitive_destroy(state_->primitive);
+Expected<std::unique_ptr<OnednnCall>> OnednnCall::create(const codegen::LibraryCall& call) {
+  KILN_TRY(engine().status);
+  std::unique_ptr<OnednnCall> made(new OnednnCall);
+  if (const auto* m = std::get_if<codegen::MatmulCall>(&call)) {
+    KILN_TRY(made->state_->matmul(*m));
+  } else if (const auto* c = std::get_if<codegen::ConvCall>(&call)) {
+    KILN_TRY(made->state_->conv(*c));
+  } else {
+    return Error("oneDNN: no library call to make");
+  }
+  return made;
 }
 
-Status OnednnMatmul::run(void* const* buffers) const {
+Status OnednnCall::run(void* const* buffers) const {
   const State& s = *state_;
-  const Engine& e = engine();
+  const dnnl_engine_t e = engine().engine;
   // Memory objects wrap this run's buffers, and a stream of its own orders the execution: oneDNN
   // streams are not to be shared between threads, and runs of one executable may overlap.
-  struct Wrapped {
-    int arg;
-    const dnnl_memory_desc_t* desc;
-    int buffer;
-  };
-  std::vector<Wrapped> wanted = {{DNNL_ARG_SRC, &s.a, s.call.a}, {DNNL_ARG_WEIGHTS, &s.b, s.call.b}, {DNNL_ARG_DST, &s.c, s.call.output}};
-  if (s.call.bias >= 0) wanted.push_back({DNNL_ARG_BIAS, &s.bias, s.call.bias});
   std::vector<dnnl_exec_arg_t> args;
   dnnl_stream_t stream = nullptr;
-  Status status = check(dnnl_stream_create(&stream, e.engine, dnnl_stream_default_flags), "dnnl_stream_create");
-  for (const Wrapped& w : wanted) {
+  Status status = check(dnnl_stream_create(&stream, e, dnnl_stream_default_flags), "dnnl_stream_create");
+  for (const State::Arg& a : s.args) {
     if (!status.ok()) break;
     dnnl_memory_t memory = nullptr;
-    status = check(dnnl_memory_create(&memory, w.desc, e.engine, buffers[w.buffer]), "dnnl_memory_create");
-    if (!status.ok()) break;
-    args.push_back({w.arg, memory});
+    status = check(dnnl_memory_create(&memory, &a.desc, e, buffers[a.buffer]), "dnnl_memory_create");
+    if (status.ok()) args.push_back({a.dnnlArg, memory});
   }
   if (status.ok())
-    status = check(dnnl_primitive_execute(s.primitive, stream, static_cast<int>(args.size()), args.data()), "dnnl_primitive_execute");
+    status = check(dnnl_primitive_execute(s.primitive, stream, static_cast<int>(args.size()), args.data()),
+                   "dnnl_primitive_execute");
   if (status.ok()) status = check(dnnl_stream_wait(stream), "dnnl_stream_wait");
   for (const dnnl_exec_arg_t& a : args) dnnl_memory_destroy(a.memory);
   if (stream) dnnl_stream_destroy(stream);
@@ -134,13 +227,14 @@ Status OnednnMatmul::run(void* const* buffers) const {
 
 #else  // !KILN_HAVE_ONEDNN
 
-struct OnednnMatmul::State {};
+struct OnednnCall::State {};
 
-Expected<std::unique_ptr<OnednnMatmul>> OnednnMatmul::create(const codegen::MatmulCall&) {
+OnednnCall::OnednnCall() = default;
+OnednnCall::~OnednnCall() = default;
+Expected<std::unique_ptr<OnednnCall>> OnednnCall::create(const codegen::LibraryCall&) {
   return Error("kiln was built without oneDNN (install libdnnl-dev and rebuild)");
 }
-OnednnMatmul::~OnednnMatmul() = default;
-Status OnednnMatmul::run(void* const*) const { return Error("kiln was built without oneDNN"); }
+Status OnednnCall::run(void* const*) const { return Error("kiln was built without oneDNN"); }
 
 #endif
 

@@ -1,7 +1,8 @@
-// oneDNN on the CPU backend: a matmul kernel group that codegen::selectLibraryCall hands to oneDNN
-// (an f32 MatmulCall with its bias and relu/gelu epilogue) runs as one oneDNN matmul primitive,
-// made once when the executable is compiled and executed on every run with that run's buffers.
-// oneDNN runs on its own OpenMP threads; the run waits for it before the next kernel.
+// oneDNN on the CPU backend: a kernel group that codegen::selectLibraryCall(group, Target::Cpu)
+// hands to oneDNN runs as one oneDNN primitive, made once when the executable is compiled and
+// executed on every run with that run's buffers: an f32 matmul (MatmulCall: bias, relu or
+// tanh-gelu fused) or an f32 convolution (ConvCall: forward with bias and relu fused, backward
+// data, backward weights). oneDNN runs on its own OpenMP threads; the run waits for it.
 #pragma once
 
 #include <memory>
@@ -11,21 +12,22 @@
 
 namespace kiln {
 
-class OnednnMatmul {
+class OnednnCall {
  public:
-  // The primitive for `call`, or why oneDNN cannot run it (kiln built without oneDNN, or oneDNN
-  // refusing the shapes): the caller then runs the generated kernel.
-  static Expected<std::unique_ptr<OnednnMatmul>> create(const codegen::MatmulCall& call);
-  ~OnednnMatmul();
-  OnednnMatmul(const OnednnMatmul&) = delete;
-  OnednnMatmul& operator=(const OnednnMatmul&) = delete;
+  // The primitive for `call` (a MatmulCall or ConvCall), or why oneDNN cannot run it (kiln built
+  // without oneDNN, a type it is not used for, oneDNN refusing the shapes): the caller then runs
+  // the generated kernel.
+  static Expected<std::unique_ptr<OnednnCall>> create(const codegen::LibraryCall& call);
+  ~OnednnCall();
+  OnednnCall(const OnednnCall&) = delete;
+  OnednnCall& operator=(const OnednnCall&) = delete;
 
-  // Runs C = A @ B (+ bias) (then the activation) on `buffers`, the kernel's arguments (the
-  // group's inputs, then its results). Safe to call from several runs at once.
+  // Runs the call on `buffers`, the kernel's arguments (the group's inputs, then its results).
+  // Safe to call from several runs at once.
   Status run(void* const* buffers) const;
 
  private:
-  OnednnMatmul() = default;
+  OnednnCall();
   struct State;
   std::unique_ptr<State> state_;
 };

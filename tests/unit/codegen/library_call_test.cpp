@@ -532,7 +532,7 @@ TEST(KernelReport, CudaTargetNamesTheLibraryCall) {
                                              "generated kernel: epilogue 'sigmoid' has no oneDNN epilogue"}));
 #else
   std::string without = "generated kernel: matmul: kiln was built without oneDNN (install libdnnl-dev and rebuild)";
-  EXPECT_EQ(calls, (std::vector<std::string>{without, without}));
+  EXPECT_EQ(calls, (std::vector<std::string>{without, "generated kernel: epilogue 'sigmoid' has no oneDNN epilogue"}));
 #endif
 }
 

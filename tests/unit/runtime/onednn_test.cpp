@@ -1,6 +1,7 @@
-// oneDNN on the CPU backend (runtime/onednn.h): which matmul kernels it takes, and that each one it
-// takes (every epilogue, batches, broadcasts, 1-D operands) computes what the interpreter and the
-// generated kernel compute.
+// oneDNN on the CPU backend (runtime/onednn.h): which matmul and convolution kernels it takes, and
+// that each one it takes (every epilogue, batches, broadcasts, 1-D operands; strides, padding,
+// dilation, groups, both backward passes) computes what the interpreter and the generated kernel
+// compute.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,9 +66,36 @@ const Case kCases[] = {
   return %c
 })",
      "oneDNN matmul (no epilogue)"},
+    {"Conv", R"(func @main(%x: f32[2,3,9,9], %w: f32[4,3,3,3]) -> f32[2,4,9,9] {
+  %y = conv2d %x, %w {pads = [1, 1, 1, 1]}
+  return %y
+})",
+     "oneDNN conv2d (no epilogue)"},
+    {"ConvBiasRelu", R"(func @main(%x: f32[2,4,8,8], %w: f32[6,4,3,3], %b: f32[1,6,1,1]) -> f32[2,6,3,3] {
+  %y = conv2d %x, %w {strides = [2, 2]}
+  %z = add %y, %b
+  %r = relu %z
+  return %r
+})",
+     "oneDNN conv2d (bias+relu)"},
+    {"ConvGroupedDilatedStrided", R"(func @main(%x: f32[1,4,11,10], %w: f32[6,2,3,2]) -> f32[1,6,5,6] {
+  %y = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [2, 1], groups = 2}
+  return %y
+})",
+     "oneDNN conv2d (no epilogue)"},
+    {"ConvBackwardData", R"(func @main(%dy: f32[2,4,5,5], %w: f32[4,6,3,3]) -> f32[2,6,10,10] {
+  %dx = conv2d_backward_data %dy, %w {strides = [2, 2], pads = [1, 1, 1, 1], input_shape = [2, 6, 10, 10]}
+  return %dx
+})",
+     "oneDNN conv2d backward-data"},
+    {"ConvBackwardFilter", R"(func @main(%x: f32[2,6,10,10], %dy: f32[2,4,5,5]) -> f32[4,3,3,3] {
+  %dw = conv2d_backward_filter %x, %dy {strides = [2, 2], pads = [1, 1, 1, 1], groups = 2, filter_shape = [4, 3, 3, 3]}
+  return %dw
+})",
+     "oneDNN conv2d backward-filter"},
 };
 
-class OnednnMatmulCase : public ::testing::TestWithParam<Case> {};
+class OnednnCase : public ::testing::TestWithParam<Case> {};
 
 std::string libraryCallOf(const Executable& exe) {
   for (const codegen::KernelGroup* group : exe.plan().allGroups())
@@ -83,7 +111,7 @@ void expectClose(const Tensor& got, const Tensor& want, const char* what) {
         << what << ", element " << i;
 }
 
-TEST_P(OnednnMatmulCase, ComputesWhatTheInterpreterAndTheGeneratedKernelCompute) {
+TEST_P(OnednnCase, ComputesWhatTheInterpreterAndTheGeneratedKernelCompute) {
 #if !KILN_HAVE_ONEDNN
   GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev): CPU matmuls run generated kernels";
 #endif
@@ -111,11 +139,11 @@ TEST_P(OnednnMatmulCase, ComputesWhatTheInterpreterAndTheGeneratedKernelCompute)
   expectClose((*fallback)[0], (*got)[0], "generated kernel against oneDNN");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpu, OnednnMatmulCase, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Cpu, OnednnCase, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // What stays a generated kernel says why.
-TEST(OnednnMatmul, WhatOneDnnDoesNotTakeSaysWhy) {
+TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
 #if !KILN_HAVE_ONEDNN
   GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
 #endif
@@ -134,6 +162,16 @@ TEST(OnednnMatmul, WhatOneDnnDoesNotTakeSaysWhy) {
   return %c
 })",
        "generated kernel: i32 matmul: oneDNN has no integer matmul with kiln's semantics (same dtype in and out, wrapping)"},
+      {R"(func @main(%x: f64[1,2,5,5], %w: f64[3,2,3,3]) -> f64[1,3,3,3] {
+  %y = conv2d %x, %w
+  return %y
+})",
+       "generated kernel: f64 conv2d: kiln calls oneDNN for f32 only"},
+      {R"(func @main(%x: f32[1,2,5,5], %w: f32[3,2,3,3]) -> f32[1,3,4,4] {
+  %y = conv2d %x, %w {pads = [1, 1, 0, 0]}
+  return %y
+})",
+       "generated kernel: asymmetric pads [1,1,0,0] (top,left,bottom,right): oneDNN pads both sides equally"},
       {R"(func @main(%a: f32[4,8], %b: f32[8,4]) -> f32[4,4] {
   %c = matmul %a, %b
   %e = gelu %c
