@@ -1,5 +1,6 @@
 // The host JIT (ORC LLJIT) and the host machine description shared with the optimiser.
 #include "codegen/cpu_jit.h"
+#include "codegen/vector_math.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -57,8 +58,10 @@ Error fromLlvm(const std::string& what, llvm::Error e) { return Error(what + ": 
 Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CompileOptions& options) {
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(hostMachineBuilder(options)).create();
   if (!jit) return fromLlvm("cannot start the host JIT", jit.takeError());
-  // Kernels call libm (tanhf, erff, log1pf, asinf, acosf, atanf, and what the intrinsics lower to): resolve every
-  // undefined symbol against the libraries already loaded into this process.
+  // Kernels call libm (tanhf, erff, log1pf, asinf, acosf, atanf, and what the intrinsics lower to)
+  // and libmvec's vector variants (codegen/vector_math.h; loaded here too, for objects from the
+  // compile cache): resolve every undefined symbol against the libraries loaded into this process.
+  vectorMathAvailable();
   auto search = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
   if (!search) return fromLlvm("cannot search this process's symbols", search.takeError());
   (*jit)->getMainJITDylib().addGenerator(std::move(*search));

@@ -2,6 +2,7 @@
 #include "codegen/cpu_target.h"
 
 #include "codegen/llvm_pipeline.h"
+#include "codegen/vector_math.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -88,9 +89,50 @@ void CpuTarget::syncBlock(llvm::IRBuilder<>&) {
   internalError(__FILE__, __LINE__, "the CPU target has no thread blocks");
 }
 
+namespace {
+
+// [begin, end) row by row: for each row the chunk touches, an inner loop over its columns, so the
+// loop vectoriser sees a plain counted loop whose column is the induction variable (a broadcast
+// input's index), and never a vector that crosses a row. Ends branching to `exit`.
+void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, llvm::BasicBlock* exit,
+                  const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* entry = b.GetInsertBlock();
+  auto* rowHeader = llvm::BasicBlock::Create(ctx, "row", f);
+  auto* columns = llvm::BasicBlock::Create(ctx, "column", f);
+  auto* rowLatch = llvm::BasicBlock::Create(ctx, "row.next", f);
+  llvm::Value* length = b.getInt64(static_cast<uint64_t>(rowLength));
+  b.CreateCondBr(b.CreateICmpSLT(begin, end), rowHeader, exit);
+
+  b.SetInsertPoint(rowHeader);
+  llvm::PHINode* at = b.CreatePHI(b.getInt64Ty(), 2, "at");
+  at->addIncoming(begin, entry);
+  llvm::Value* rowStart = b.CreateMul(b.CreateUDiv(at, length), length, "row.start", true, true);
+  llvm::Value* rowEnd = b.CreateAdd(rowStart, length, "row.end", true, true);
+  llvm::Value* stop = b.CreateSelect(b.CreateICmpSLT(end, rowEnd), end, rowEnd, "stop");
+  llvm::Value* firstColumn = b.CreateSub(at, rowStart, "column.first", true, true);
+  llvm::Value* lastColumn = b.CreateSub(stop, rowStart, "column.end", true, true);
+  b.CreateBr(columns);
+
+  b.SetInsertPoint(columns);
+  llvm::PHINode* column = b.CreatePHI(b.getInt64Ty(), 2, "column");
+  column->addIncoming(firstColumn, rowHeader);
+  body(b.CreateAdd(rowStart, column, "i", true, true), column);
+  llvm::Value* nextColumn = b.CreateAdd(column, b.getInt64(1), "column.next", true, true);
+  column->addIncoming(nextColumn, b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpSLT(nextColumn, lastColumn), columns, rowLatch);
+
+  b.SetInsertPoint(rowLatch);
+  at->addIncoming(stop, rowLatch);
+  b.CreateCondBr(b.CreateICmpSLT(stop, end), rowHeader, exit);
+}
+
+}  // namespace
+
 llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name,
                                        const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
-                                       const WorkItemBodyFn& body) {
+                                       int64_t rowLength, const WorkItemBodyFn& body) {
   const int numBuffers = static_cast<int>(bufferAlignments.size());
   KILN_INTERNAL_CHECK(lanes == 1, "the CPU target runs one lane per work item");
   llvm::LLVMContext& ctx = module.getContext();
@@ -117,22 +159,29 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
     llvm::IRBuilder<> b(ctx);
     if (fastMath_) b.setFastMathFlags(llvm::FastMathFlags::getFast());
     auto* entry = llvm::BasicBlock::Create(ctx, "entry", loop);
-    auto* header = llvm::BasicBlock::Create(ctx, "loop", loop);
     auto* exit = llvm::BasicBlock::Create(ctx, "exit", loop);
     llvm::Value* begin = loop->getArg(numBuffers + 1);
     llvm::Value* end = loop->getArg(numBuffers + 2);
-    b.SetInsertPoint(entry);
-    b.CreateCondBr(b.CreateICmpSLT(begin, end), header, exit);
-    b.SetInsertPoint(header);
-    llvm::PHINode* index = b.CreatePHI(i64, 2, "i");
-    index->addIncoming(begin, entry);
     std::vector<llvm::Value*> buffers;
     for (int i = 0; i < numBuffers; ++i) buffers.push_back(loop->getArg(i));
-    body(b, buffers, loop->getArg(numBuffers), index, b.getInt64(0));
-    // The body may have opened blocks of its own; the loop continues from wherever it ended.
-    llvm::Value* next = b.CreateAdd(index, b.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
-    index->addIncoming(next, b.GetInsertBlock());
-    b.CreateCondBr(b.CreateICmpSLT(next, end), header, exit);
+    llvm::Value* status = loop->getArg(numBuffers);
+    b.SetInsertPoint(entry);
+    if (rowLength > 1) {
+      emitRowLoops(b, begin, end, rowLength, exit, [&](llvm::Value* item, llvm::Value* column) {
+        body(b, buffers, status, item, b.getInt64(0), column);
+      });
+    } else {
+      auto* header = llvm::BasicBlock::Create(ctx, "loop", loop);
+      b.CreateCondBr(b.CreateICmpSLT(begin, end), header, exit);
+      b.SetInsertPoint(header);
+      llvm::PHINode* index = b.CreatePHI(i64, 2, "i");
+      index->addIncoming(begin, entry);
+      body(b, buffers, status, index, b.getInt64(0), nullptr);
+      // The body may have opened blocks of its own; the loop continues from wherever it ended.
+      llvm::Value* next = b.CreateAdd(index, b.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+      index->addIncoming(next, b.GetInsertBlock());
+      b.CreateCondBr(b.CreateICmpSLT(next, end), header, exit);
+    }
     b.SetInsertPoint(exit);
     b.CreateRetVoid();
   }
@@ -187,7 +236,11 @@ Status optimizeModule(llvm::Module& module, llvm::TargetMachine& tm) {
     return Error("internal error: the generated LLVM IR is invalid (a kiln bug): " + problems);
 
   // The TM gives the pipeline the host's TargetTransformInfo: vector widths and costs.
-  runO3(module, tm, PipelineSettings{.loopVectorize = true, .slpVectorize = true, .targetCallbacks = false});
+  runO3(module, tm,
+        PipelineSettings{.loopVectorize = true,
+                         .slpVectorize = true,
+                         .targetCallbacks = false,
+                         .libraryInfo = &cpuLibraryInfo(llvm::Triple(module.getTargetTriple()))});
   if (llvm::verifyModule(module, &os))
     return Error("internal error: LLVM's optimiser produced invalid IR: " + problems);
   return {};

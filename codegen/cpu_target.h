@@ -30,9 +30,11 @@ class CpuTarget : public TargetHooks {
   // [begin, end). `numItems` is not baked in: the runtime passes each thread its own range.
   // One lane per item: a thread of the pool runs a row kernel's row on its own.
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
-                             int64_t numItems, int lanes, const WorkItemBodyFn& body) override;
+                             int64_t numItems, int lanes, int64_t rowLength,
+                             const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
+  bool reassociatesSums() const override { return true; }
   // No shared memory or block on the CPU: never called (internal errors).
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
                                     const std::string& what) override;

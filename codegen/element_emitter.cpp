@@ -130,6 +130,13 @@ llvm::Value* ElementEmitter::linearize(const Index& index, const Shape& shape) {
 }
 
 Index ElementEmitter::delinearize(llvm::Value* linear, const Shape& shape) {
+  if (linear == item_ && itemColumn_ && !shape.empty() && shape.back() == itemRowLength_) {
+    Shape rows(shape.begin(), shape.end() - 1);
+    llvm::Value* rowStart = b.CreateSub(linear, itemColumn_, "row.start", true, true);
+    Index index = delinearize(b.CreateUDiv(rowStart, i64(itemRowLength_), "row", /*isExact=*/true), rows);
+    index.push_back(itemColumn_);
+    return index;
+  }
   int rank = static_cast<int>(shape.size());
   Index index(rank);
   int64_t inner = 1, outer = numElements(shape);
@@ -309,7 +316,7 @@ void ElementEmitter::setCurrent(const Index& index, llvm::Value* linear, const S
 void ElementEmitter::emitLoopItem(llvm::Value* item) {
   std::vector<llvm::Value*> outputs(buffers_.begin() + static_cast<ptrdiff_t>(group_.inputs.size()), buffers_.end());
   int64_t width = elementsPerItem(group_, target_);
-  if (group_.segments.size() == 1) return emitSegmentItem(group_.segments[0], outputs, b.CreateMul(item, i64(width)));
+  if (group_.segments.size() == 1) return emitSegmentItem(group_.segments[0], outputs, width == 1 ? item : b.CreateMul(item, i64(width)));
   // Segments one after another in item space; each item lies in exactly one.
   int64_t begin = 0;
   for (const Segment& segment : group_.segments) {
@@ -664,6 +671,12 @@ llvm::Value* fromBits(llvm::IRBuilder<>& b, llvm::Value* bits, llvm::Type* type)
 }
 
 }  // namespace
+
+llvm::Value* ElementEmitter::accumulate(llvm::Value* sum, llvm::Value* x) {
+  llvm::Value* next = b.CreateFAdd(sum, x);
+  if (auto* add = llvm::dyn_cast<llvm::Instruction>(next); add && target_.reassociatesSums()) add->setHasAllowReassoc(true);
+  return next;
+}
 
 Values ElementEmitter::combineWarps(llvm::Value* lane, int64_t lanes, const Values& values,
                                     const std::function<Values(const Values&, const Values&)>& combine) {

@@ -104,11 +104,19 @@ class ElementEmitter {
   // Row-major linear index of `index` in `shape`, and back (udiv/urem by constants).
   llvm::Value* linearize(const Index& index, const Shape& shape);
   Index delinearize(llvm::Value* linear, const Shape& shape);
+  // `item` is element `column` of a row of `rowLength` (the target loops row by row): delinearize
+  // takes the column as the last index instead of item % rowLength, and the rest from the row's
+  // start, which stays the same along the row.
+  void setItemColumn(llvm::Value* item, llvm::Value* column, int64_t rowLength) {
+    item_ = item, itemColumn_ = column, itemRowLength_ = rowLength;
+  }
   // NumPy broadcasting: the index into `from` that element `index` of `to` reads.
   Index broadcastIndex(const Index& index, const Shape& from, const Shape& to);
 
   // Float math through the target (f32 or f64 arguments).
   llvm::Value* math(MathFn fn, llvm::ArrayRef<llvm::Value*> args) { return target_.emitMath(b, fn, args); }
+  // sum + x for a float reduction's accumulator, reassociable where the target allows it.
+  llvm::Value* accumulate(llvm::Value* sum, llvm::Value* x);
   // Float max/min that propagate NaN (as a quiet NaN), like the interpreter.
   llvm::Value* floatMax(llvm::Value* a, llvm::Value* c);
   llvm::Value* floatMin(llvm::Value* a, llvm::Value* c);
@@ -168,6 +176,9 @@ class ElementEmitter {
                    const std::function<Values(const Values&, const Values&)>& combine);
   void forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body);
 
+  llvm::Value* item_ = nullptr;  // setItemColumn's
+  llvm::Value* itemColumn_ = nullptr;
+  int64_t itemRowLength_ = 0;
   TargetHooks& target_;
   const KernelGroup& group_;
   Values buffers_;

@@ -70,7 +70,7 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
       case OpKind::ReduceMax: return e.floatMax(a, v);
       case OpKind::ReduceMin: return e.floatMin(a, v);
       case OpKind::ReduceProd: return e.b.CreateFMul(a, v);
-      default: return e.b.CreateFAdd(a, v);
+      default: return e.accumulate(a, v);
     }
   };
   return {e.f64(identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toDouble(x)); },

@@ -51,11 +51,17 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     bool row = group->kind == KernelKind::Row;
     std::optional<TransposeTile> transposed = transposeTileOf(*group, target);
     std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
+    // A loop kernel of one element per item over one shape may be looped row by row.
+    int64_t rowLength = 0;
+    if (!row && !transposed && !tiledMatmul && group->segments.size() == 1 && elementsPerItem(*group, target) == 1 &&
+        !group->segments[0].shape.empty())
+      rowLength = group->segments[0].shape.back();
     llvm::Function* kernel = target.emitKernel(
-        module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target),
+        module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target), rowLength,
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
-            llvm::Value* lane) {
+            llvm::Value* lane, llvm::Value* column) {
           ElementEmitter emitter(b, target, *group, buffers, status, errors);
+          if (column) emitter.setItemColumn(item, column, rowLength);
           if (row) emitter.emitRow(item, lane);
           else if (transposed) emitter.emitTileItem(*transposed, item, lane);
           else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);

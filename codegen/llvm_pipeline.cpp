@@ -17,6 +17,8 @@ void runO3(llvm::Module& module, llvm::TargetMachine& tm, const PipelineSettings
   tuning.SLPVectorization = settings.slpVectorize;
   llvm::PassBuilder pb(&tm, tuning);
   if (settings.targetCallbacks) tm.registerPassBuilderCallbacks(pb);
+  // Registered first, so the default registration below keeps this one.
+  if (settings.libraryInfo) fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*settings.libraryInfo); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);

@@ -24,8 +24,11 @@ enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Asin, Acos, Atan
 // Emits the body for one work item: `buffers` are the kernel's buffer pointers (group inputs, then
 // outputs), `status` points at the i32 error word, `item` is the i64 work item index and `lane`
 // the i64 index of this thread among the `lanes` threads that share the item (0 when lanes is 1).
+// `column`, where the target loops over rows of items (emitKernel's rowLength), is item's index
+// within its row (item % rowLength, as a loop counter); else null.
 using WorkItemBodyFn = std::function<void(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
-                                          llvm::Value* status, llvm::Value* item, llvm::Value* lane)>;
+                                          llvm::Value* status, llvm::Value* item, llvm::Value* lane,
+                                          llvm::Value* column)>;
 
 class TargetHooks {
  public:
@@ -38,9 +41,12 @@ class TargetHooks {
   // error word, and a loop over work items [0, numItems) that runs `body` once per item on each of
   // `lanes` threads (1, or rowLanes() for row kernels). All lanes of an item run the same code, so
   // they may exchange values with shuffleXor (and, across warps, through sharedArray).
+  // `rowLength` > 1 (items are the elements of rows that long, numItems a multiple of it) lets a
+  // target loop row by row and pass each item's column: the CPU does, so that a loop never crosses
+  // a row and inputs broadcast along rows are read contiguously (and vectorise); 0 otherwise.
   virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name,
                                      const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
-                                     const WorkItemBodyFn& body) = 0;
+                                     int64_t rowLength, const WorkItemBodyFn& body) = 0;
   // How many consecutive elements a work item of a loop kernel computes: 4 on the GPU, so loads
   // and stores can be 128 bits wide; 1 on the CPU, whose loop vectoriser widens the loop itself.
   virtual int elementsPerItem() const = 0;
@@ -61,6 +67,10 @@ class TargetHooks {
   // (matmul_tile.h) go through shared-memory tiles: on the GPU, whose loads and stores are
   // coalesced per warp and whose blocks share a fast scratch memory.
   virtual bool sharedMemoryTiles() const { return false; }
+  // Whether float sums may be reassociated (still in f64): on the CPU, so that the loop vectoriser
+  // keeps several partial sums in SIMD lanes; the order is fixed by the compiled code, so runs stay
+  // bit-identical. The GPU orders its sums itself (lanes, warps, split stages).
+  virtual bool reassociatesSums() const { return false; }
   // GPU only: an array of `count` elements of `type` in shared memory, one per block, owned by the
   // kernel being emitted (named <kernel>.<what>); and a barrier every thread of the block reaches.
   virtual llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,

@@ -114,7 +114,9 @@ std::unique_ptr<Module> fused(const std::string& source) {
 
 class FusedKernel : public ::testing::TestWithParam<FusedCase> {};
 
-TEST_P(FusedKernel, FusionKeepsResultsAndCodegenMatchesTheInterpreterExactly) {
+// Fusion changes no bit; the compiled kernel matches the interpreter exactly but for transcendental
+// functions, which come from libmvec on the CPU and libdevice on the GPU (a few ulp).
+TEST_P(FusedKernel, FusionKeepsResultsAndCodegenMatchesTheInterpreter) {
   const FusedCase& c = GetParam();
   auto before = parseOrFail(c.source);
   ASSERT_TRUE(before);
@@ -140,6 +142,7 @@ TEST_P(FusedKernel, FusionKeepsResultsAndCodegenMatchesTheInterpreterExactly) {
   exact.intBound = c.intBound;
   exact.specials = true;
   exact.disabledPasses = {"all"};  // compile the fused function as it is
+  exact.tol = test::mathTolerance();  // libmvec's exp and tanh (vector_math_test.cpp bounds them), not libm's
   exact.gpuTol = test::Tolerance{4, 1e-12};  // libdevice's exp/tanh and fma contraction, not the host's libm
   expectSameAsInterpreter(f, exact);
 }
