@@ -31,6 +31,40 @@ Index reducedSource(const Index& index, const std::vector<int>& axes, bool keepd
 
 }  // namespace
 
+namespace {
+
+// A float max (or min) the CPU's loop vectoriser can keep in SIMD lanes. It vectorises maxnum with
+// no NaN operand only, so the elements (f32, f16 or bf16, accumulated in double) are coded first:
+// NaN as +inf, which beats every value, and +inf as 1e300, just below it (mirrored for min); the
+// result is decoded. So NaN still wins and infinities stay exact; only which zero a row of +0 and
+// -0 gives is left to the order, as on the GPU.
+Accumulation vectorisableMaxMin(ElementEmitter& e, bool isMax, DType t) {
+  double nanCode = isMax ? INFINITY : -INFINITY, infCode = isMax ? 1e300 : -1e300, inf = isMax ? INFINITY : -INFINITY;
+  auto combine = [&e, isMax](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
+    llvm::FastMathFlags flags;
+    flags.setNoNaNs();
+    flags.setNoSignedZeros();
+    llvm::Value* r = e.b.CreateBinaryIntrinsic(isMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, v);
+    if (auto* call = llvm::dyn_cast<llvm::Instruction>(r)) call->setFastMathFlags(flags);
+    return r;
+  };
+  auto add = [&e, combine, nanCode, infCode, inf](llvm::Value* a, llvm::Value* x) {
+    auto& b = e.b;
+    llvm::Value* d = e.toDouble(x);
+    llvm::Value* coded = b.CreateSelect(b.CreateFCmpUNO(d, d), e.f64(nanCode), b.CreateSelect(b.CreateFCmpOEQ(d, e.f64(inf)), e.f64(infCode), d));
+    return combine(a, coded);
+  };
+  auto finish = [&e, nanCode, infCode, inf, t](llvm::Value* a) {
+    auto& b = e.b;
+    llvm::Value* decoded = b.CreateSelect(b.CreateFCmpOEQ(a, e.f64(nanCode)), llvm::ConstantFP::getQNaN(b.getDoubleTy()),
+                                          b.CreateSelect(b.CreateFCmpOEQ(a, e.f64(infCode)), e.f64(inf), a));
+    return e.fromDouble(decoded, t);
+  };
+  return {e.f64(-inf), add, combine, finish};
+}
+
+}  // namespace
+
 Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
   DType t = op.result()->type().dtype;
   OpKind kind = op.kind();
@@ -61,6 +95,8 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
               return b.CreateTrunc(r, e.computeType(t));
             }};
   }
+  if ((kind == OpKind::ReduceMax || kind == OpKind::ReduceMin) && t != DType::F64 && e.target().reassociatesSums())
+    return vectorisableMaxMin(e, kind == OpKind::ReduceMax, t);
   double identity = kind == OpKind::ReduceProd  ? 1.0
                     : kind == OpKind::ReduceMax ? -INFINITY
                     : kind == OpKind::ReduceMin ? INFINITY
