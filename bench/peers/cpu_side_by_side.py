@@ -10,6 +10,8 @@ on it, runs harness.py --group cpu --allow-cpu for each framework that imports (
 reported and left out), and joins the records with compare.py --kiln-backend cpu into Markdown:
 kiln's time and each peer's, the ratios, GB/s against the same run's memcpy and TFLOP/s. The
 library GEMM peak of the same run is the matmul_1024x1024x1024_f32 case (kiln hands it to oneDNN).
+The training step (train_cases.cpu_train_cases: one Adam step of a 784 -> 1024 -> 1024 -> 10 MLP,
+batch 256) goes through train_kiln.py on kiln's side, checked against NumPy first.
 """
 import argparse
 import importlib.util
@@ -50,6 +52,13 @@ def main(argv=None):
         with open(kiln_lines, "a") as f:
             f.write(out.stdout)
         print(f"kiln: {case.name} done", file=sys.stderr)
+    # kiln's side of the training steps: train_kiln.py builds, checks and times each step.
+    import train_cases
+    for case in train_cases.cpu_train_cases():
+        out = subprocess.run([sys.executable, os.path.join(HERE, "train_kiln.py"), "--kiln", a.kiln, "--backend", "cpu",
+                              "--cases", case.name, "--work", work, "--out", kiln_lines, "--reps", str(a.reps)],
+                             stdout=subprocess.DEVNULL)
+        print(f"kiln: {case.name} {'done' if out.returncode == 0 else 'failed'}", file=sys.stderr)
     for framework in a.frameworks.split(","):
         module = {"jax": "jax", "torch": "torch"}.get(framework)
         if not module or importlib.util.find_spec(module) is None:

@@ -179,6 +179,13 @@ def train_cases():
     return [example] + [mlp_case(1024, LARGE_WIDTHS, p, label="large") for p in ("f32", "bf16")]
 
 
+def cpu_train_cases():
+    """The CPU group's training step (cases.cpu_cases): an MNIST-sized classifier, batch 256."""
+    case = mlp_case(256, (784, 1024, 1024, 10), "f32", label="cpu")
+    case.group = "cpu"
+    return [case]
+
+
 # --- inputs ---------------------------------------------------------------------------------
 
 def make_train_inputs(case, seed=None):
