@@ -14,13 +14,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "codegen/build_identity.h"
 #include "ir/printer.h"
 
 namespace kiln::codegen {
 
 namespace {
-// Bump when generated code changes for the same input, so old entries are never reused.
-constexpr const char* kCompilerVersion = "kiln-0.1.0-codegen-2";
+// The cache format. Keys also hold the build identity (build_identity.h), so a rebuilt kiln never
+// reuses what an older build compiled, whether or not this was bumped.
+constexpr const char* kCompilerVersion = "kiln-0.1.0-codegen-3";
 
 std::string targetName(Target t) { return t == Target::Cpu ? "cpu" : "cuda"; }
 
@@ -49,8 +51,9 @@ std::optional<std::string> checkedPayload(const std::string& file) {
 namespace {
 // What every key starts with. Dumps do not change the artifact, so dumpDir is not part of it.
 std::string keyHeader(const CompileOptions& options, const std::string& artifact) {
-  return fmt::format("{}\nLLVM {}\ntarget={} arch={} fast-math={}\nartifact={}\n", kCompilerVersion,
-                     LLVM_VERSION_STRING, targetName(options.target), options.gpuArch, options.fastMath, artifact);
+  return fmt::format("{}\n{}\nLLVM {}\ntarget={} arch={} fast-math={}\nartifact={}\n", kCompilerVersion,
+                     buildIdentity(), LLVM_VERSION_STRING, targetName(options.target), options.gpuArch,
+                     options.fastMath, artifact);
 }
 }  // namespace
 

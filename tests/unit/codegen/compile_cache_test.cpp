@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "codegen/build_identity.h"
 #include "codegen/compile_cache.h"
 #include "frontend/parser.h"
 
@@ -18,6 +19,15 @@ std::unique_ptr<Module> parse(const std::string& text) {
 }
 
 const char* kProgram = "func @main(%x: f32[4]) -> f32[4] {\n  %y = exp %x\n  return %y\n}\n";
+
+// The running build is told apart from every other: its binary's GNU build ID (Debian's linker
+// writes one), which every key holds.
+TEST(CacheKey, HoldsThisBuildsIdentity) {
+  const std::string& id = buildIdentity();
+  ASSERT_EQ(id.rfind("build-id ", 0), 0u) << id;
+  EXPECT_GE(id.size(), std::string("build-id ").size() + 16) << id;
+  EXPECT_EQ(&id, &buildIdentity());  // computed once
+}
 
 TEST(CacheKey, DependsOnContentAndOptionsOnly) {
   auto a = parse(kProgram);
