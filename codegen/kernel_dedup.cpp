@@ -2,7 +2,6 @@
 
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
-#include <llvm/IR/ModuleSlotTracker.h>
 #include <llvm/Support/raw_ostream.h>
 
 namespace kiln::codegen {
@@ -13,25 +12,49 @@ namespace {
 // named after it ("k3_add.loop", "k3_add.literal"): its name up to the first '.'.
 std::string ownerOf(llvm::StringRef name) { return name.split('.').first.str(); }
 
-// Everything a kernel owns, printed, with the kernel's name replaced: equal text, equal code.
-// `slots` is shared by every kernel: a print without one numbers the whole module again, which
-// made finding copies quadratic in the number of kernels.
-std::string kernelText(const std::string& kernel, const std::vector<llvm::GlobalValue*>& owned,
-                       llvm::ModuleSlotTracker& slots) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  for (llvm::GlobalValue* value : owned) value->print(os, slots);
+// Everything each kernel owns, as the module prints it, by owner: the module is printed once and
+// cut at its definitions. (Printing each function on its own made LLVM's writer walk every global
+// of the module per print: quadratic in the number of kernels, 4 s for 7,500 kernels.)
+std::unordered_map<std::string, std::string> ownedTexts(const llvm::Module& module) {
+  std::string all;
+  llvm::raw_string_ostream os(all);
+  module.print(os, nullptr);
   os.flush();
-  std::string normalized;
-  normalized.reserve(text.size());
+  std::unordered_map<std::string, std::string> texts;
+  std::string* current = nullptr;  // the definition being copied, until its closing brace
+  for (size_t at = 0; at < all.size();) {
+    size_t next = all.find('\n', at);
+    if (next == std::string::npos) next = all.size();
+    std::string_view line(all.data() + at, next - at);
+    if (current) {
+      current->append(line).push_back('\n');
+      if (line == "}") current = nullptr;
+    } else if (line.rfind("define ", 0) == 0 || line.rfind("@", 0) == 0) {
+      // `define ... @name(` or `@name = ...`: the name runs to '(' or ' '.
+      size_t nameAt = line.find('@');
+      size_t nameEnd = line.find_first_of(line[0] == '@' ? " " : "(", nameAt);
+      std::string name(line.substr(nameAt + 1, nameEnd - nameAt - 1));
+      std::string& text = texts[ownerOf(name)];
+      text.append(line).push_back('\n');
+      if (line[0] == 'd') current = &text;
+    }
+    at = next + 1;
+  }
+  return texts;
+}
+
+// A kernel's text with its name replaced: equal text, equal code.
+std::string normalized(const std::string& text, const std::string& kernel) {
+  std::string out;
+  out.reserve(text.size());
   for (size_t at = 0;;) {
     size_t next = text.find(kernel, at);
-    normalized.append(text, at, next == std::string::npos ? std::string::npos : next - at);
+    out.append(text, at, next == std::string::npos ? std::string::npos : next - at);
     if (next == std::string::npos) break;
-    normalized += "kernel";
+    out += "kernel";
     at = next + kernel.size();
   }
-  return normalized;
+  return out;
 }
 
 }  // namespace
@@ -43,12 +66,12 @@ KernelSymbols deduplicateKernels(llvm::Module& module, const std::vector<const K
 
   KernelSymbols symbols;
   std::unordered_map<std::string, std::string> firstWithText;  // kernel text -> kernel name
-  llvm::ModuleSlotTracker slots(&module);
+  std::unordered_map<std::string, std::string> texts = ownedTexts(module);
   for (const KernelGroup* group : groups) {
     llvm::Function* entry = module.getFunction(group->name);
     auto mine = owned.find(group->name);
     if (!entry || entry->isDeclaration() || mine == owned.end()) continue;
-    auto [it, inserted] = firstWithText.emplace(kernelText(group->name, mine->second, slots), group->name);
+    auto [it, inserted] = firstWithText.emplace(normalized(texts[group->name], group->name), group->name);
     if (inserted) continue;
     // A copy: its entry's uses (NVPTX's kernel annotations) move to the kept kernel, and
     // everything it owned goes (the entry first: it calls the rest).

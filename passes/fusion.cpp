@@ -40,9 +40,35 @@ struct Group {
   FusionKind kind = FusionKind::Loop;
 };
 
+// How many kernels span a program position: each kernel's first and last op positions in two
+// Fenwick trees, so "does another kernel have ops on both sides of this point?" (the cycle check's
+// pruning condition) costs O(log n) instead of a walk over every kernel.
+class Spans {
+ public:
+  explicit Spans(size_t n) : firsts_(n + 1, 0), lasts_(n + 1, 0) {}
+  void add(int first, int last, int delta) {
+    bump(firsts_, first, delta);
+    bump(lasts_, last, delta);
+  }
+  // Kernels with first < at <= last.
+  int containing(int at) const { return below(firsts_, at) - below(lasts_, at); }
+
+ private:
+  static void bump(std::vector<int>& tree, int at, int delta) {
+    for (size_t i = static_cast<size_t>(at) + 1; i < tree.size(); i += i & (~i + 1)) tree[i] += delta;
+  }
+  // How many entries sit at positions < at.
+  static int below(const std::vector<int>& tree, int at) {
+    int sum = 0;
+    for (size_t i = static_cast<size_t>(at); i > 0; i -= i & (~i + 1)) sum += tree[i];
+    return sum;
+  }
+  std::vector<int> firsts_, lasts_;
+};
+
 class BlockFuser {
  public:
-  BlockFuser(Block& block, PassContext& context) : block_(block), context_(context) {
+  BlockFuser(Block& block, PassContext& context) : block_(block), context_(context), spans_(block.ops().size()) {
     int i = 0;
     for (auto& op : block.ops()) position_[op.get()] = i++;
   }
@@ -53,6 +79,7 @@ class BlockFuser {
       if (!isFusible(*op) || groupOf_.count(op)) continue;
       groups_.push_back(Group{{op}, FusionKind::Loop});
       groupOf_[op] = groups_.size() - 1;
+      trackSpan(groups_.size() - 1, 1);
       std::vector<const Op*> single{op};
       judgeGroup(single, groups_.back().kind);
       grow(groups_.size() - 1);
@@ -175,11 +202,15 @@ class BlockFuser {
     for (size_t k : merged)
       if (!groups_[k].ops.empty()) last = std::max(last, position_.at(groups_[k].ops.back()));
     for (const Op* op : extra) last = std::max(last, position_.at(op));
-    bool prune = true;
-    for (size_t h = 0; h < groups_.size() && prune; ++h) {
-      if (groups_[h].ops.empty() || std::find(merged.begin(), merged.end(), h) != merged.end()) continue;
-      prune = !(position_.at(groups_[h].ops.front()) < last && last < position_.at(groups_[h].ops.back()));
-    }
+    // Another kernel straddles `last` when its first op is before it and its last after: no other
+    // kernel holds the op at `last` itself, so those are spans_'s kernels with first < last <= last
+    // op, less the merged ones.
+    int straddling = spans_.containing(last);
+    for (size_t k : merged)
+      if (!groups_[k].ops.empty() && position_.at(groups_[k].ops.front()) < last &&
+          last <= position_.at(groups_[k].ops.back()))
+        --straddling;
+    bool prune = straddling == 0;
     auto firstPosition = [&](const void* node) {
       if (node == &mergedNode) return 0;
       if (!before(node, groups_.data()) && before(node, groupsEnd))
@@ -231,6 +262,7 @@ class BlockFuser {
             rejected[p] = why;
             continue;
           }
+          trackSpan(h, -1);
           absorb(g, groups_[h].ops, kind);
           groups_[h].ops.clear();
         } else {
@@ -268,8 +300,16 @@ class BlockFuser {
 
   void absorb(size_t g, std::vector<Op*> ops, FusionKind kind) {
     for (Op* op : ops) groupOf_[op] = g;
+    trackSpan(g, -1);
     mergeIn(groups_[g].ops, ops);  // the group stays in program order
+    trackSpan(g, 1);
     groups_[g].kind = kind;
+  }
+
+  // Counts group g's span in or out of spans_ (around every change to its ops while growing).
+  void trackSpan(size_t g, int delta) {
+    const std::vector<Op*>& ops = groups_[g].ops;
+    if (!ops.empty()) spans_.add(position_.at(ops.front()), position_.at(ops.back()), delta);
   }
 
   // The first op of group g that reads p (there is one: p is a candidate of g).
@@ -427,6 +467,7 @@ class BlockFuser {
   Block& block_;
   PassContext& context_;
   std::unordered_map<const Op*, int> position_;
+  Spans spans_;  // of the groups being grown
   std::vector<Group> groups_;
   std::unordered_map<const Op*, size_t> groupOf_;
 };
