@@ -60,7 +60,7 @@ def main(argv=None):
                              stdout=subprocess.DEVNULL)
         print(f"kiln: {case.name} {'done' if out.returncode == 0 else 'failed'}", file=sys.stderr)
     for framework in a.frameworks.split(","):
-        module = {"jax": "jax", "torch": "torch"}.get(framework)
+        module = {"jax": "jax", "torch": "torch"}.get(framework)  # jax's training step also needs optax
         if not module or importlib.util.find_spec(module) is None:
             print(f"{framework}: not installed here, left out (pip install {module})", file=sys.stderr)
             continue

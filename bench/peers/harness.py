@@ -251,6 +251,7 @@ def run_framework(backend, case_list, cfg):
         emit(make_record(backend.name, "d2d_copy", "u8", f"{cfg.copy_mib}MiB", backend.device,
                          error=f"{type(e).__name__}: {e}"), cfg.out)
     backend.free()
+    from train_cases import TrainCase
     from train_run import run_train_case  # it imports this module's case_record and measure
     failures = 0
     for case in case_list:
@@ -259,7 +260,7 @@ def run_framework(backend, case_list, cfg):
                              error=f"skipped: the {cfg.budget_s:.0f} s budget of --budget-s is spent"), cfg.out)
             continue
         try:
-            run = run_train_case if case.group == "train" else run_case
+            run = run_train_case if isinstance(case, TrainCase) else run_case
             rec = run(backend, case, cfg, copy_gbps)
             failures += rec["check"] == "FAIL"
         except Exception as e:  # noqa: BLE001: one failing case gives an error record, the run goes on

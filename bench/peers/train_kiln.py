@@ -114,7 +114,7 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=5, help="kiln bench --warmup (default 5)")
     ap.add_argument("--no-check", dest="check", action="store_false", help="skip the check against NumPy")
     args = ap.parse_args(argv)
-    known = {c.name: c for c in train_cases.train_cases()}
+    known = {c.name: c for c in train_cases.train_cases() + train_cases.cpu_train_cases()}
     names = args.cases.split(",") if args.cases else list(known)
     unknown = [n for n in names if n not in known]
     if unknown:
