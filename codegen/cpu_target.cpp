@@ -128,11 +128,27 @@ void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, in
   b.CreateCondBr(b.CreateICmpSLT(stop, end), rowHeader, exit);
 }
 
+// for (i = begin; i < end; ++i) body(i), then to `exit`.
+void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, llvm::BasicBlock* exit,
+                  const std::function<void(llvm::Value* item)>& body) {
+  llvm::BasicBlock* entry = b.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(b.getContext(), "loop", entry->getParent());
+  b.CreateCondBr(b.CreateICmpSLT(begin, end), header, exit);
+  b.SetInsertPoint(header);
+  llvm::PHINode* index = b.CreatePHI(b.getInt64Ty(), 2, "i");
+  index->addIncoming(begin, entry);
+  body(index);
+  // The body may have opened blocks of its own; the loop continues from wherever it ended.
+  llvm::Value* next = b.CreateAdd(index, b.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+  index->addIncoming(next, b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpSLT(next, end), header, exit);
+}
+
 }  // namespace
 
 llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name,
                                        const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
-                                       int64_t rowLength, const WorkItemBodyFn& body) {
+                                       const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) {
   const int numBuffers = static_cast<int>(bufferAlignments.size());
   KILN_INTERNAL_CHECK(lanes == 1, "the CPU target runs one lane per work item");
   llvm::LLVMContext& ctx = module.getContext();
@@ -166,21 +182,28 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
     for (int i = 0; i < numBuffers; ++i) buffers.push_back(loop->getArg(i));
     llvm::Value* status = loop->getArg(numBuffers);
     b.SetInsertPoint(entry);
-    if (rowLength > 1) {
-      emitRowLoops(b, begin, end, rowLength, exit, [&](llvm::Value* item, llvm::Value* column) {
-        body(b, buffers, status, item, b.getInt64(0), column);
-      });
+    if (parts.empty()) {
+      emitFlatLoop(b, begin, end, exit, [&](llvm::Value* item) { body(b, buffers, status, item, b.getInt64(0), nullptr, -1); });
     } else {
-      auto* header = llvm::BasicBlock::Create(ctx, "loop", loop);
-      b.CreateCondBr(b.CreateICmpSLT(begin, end), header, exit);
-      b.SetInsertPoint(header);
-      llvm::PHINode* index = b.CreatePHI(i64, 2, "i");
-      index->addIncoming(begin, entry);
-      body(b, buffers, status, index, b.getInt64(0), nullptr);
-      // The body may have opened blocks of its own; the loop continues from wherever it ended.
-      llvm::Value* next = b.CreateAdd(index, b.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
-      index->addIncoming(next, b.GetInsertBlock());
-      b.CreateCondBr(b.CreateICmpSLT(next, end), header, exit);
+      // Each part: the chunk's share of it, [max(begin, start), min(end, start + items)), in the
+      // part's own item numbers; a part the chunk misses has an empty range.
+      int64_t start = 0;
+      for (size_t p = 0; p < parts.size(); ++p) {
+        llvm::BasicBlock* after = p + 1 == parts.size() ? exit : llvm::BasicBlock::Create(ctx, "part.next", loop);
+        llvm::Value* first = b.getInt64(static_cast<uint64_t>(start));
+        llvm::Value* stop = b.getInt64(static_cast<uint64_t>(start + parts[p].items));
+        llvm::Value* lo = b.CreateSub(b.CreateSelect(b.CreateICmpSGT(begin, first), begin, first), first, "part.begin");
+        llvm::Value* hi = b.CreateSub(b.CreateSelect(b.CreateICmpSLT(end, stop), end, stop), first, "part.end");
+        int part = static_cast<int>(p);
+        if (parts[p].rowLength > 1)
+          emitRowLoops(b, lo, hi, parts[p].rowLength, after, [&](llvm::Value* item, llvm::Value* column) {
+            body(b, buffers, status, item, b.getInt64(0), column, part);
+          });
+        else
+          emitFlatLoop(b, lo, hi, after, [&](llvm::Value* item) { body(b, buffers, status, item, b.getInt64(0), nullptr, part); });
+        b.SetInsertPoint(after);
+        start += parts[p].items;
+      }
     }
     b.SetInsertPoint(exit);
     b.CreateRetVoid();

@@ -30,8 +30,8 @@ class CpuTarget : public TargetHooks {
   // [begin, end). `numItems` is not baked in: the runtime passes each thread its own range.
   // One lane per item: a thread of the pool runs a row kernel's row on its own.
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
-                             int64_t numItems, int lanes, int64_t rowLength,
-                             const WorkItemBodyFn& body) override;
+                             int64_t numItems, int lanes,
+                             const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
   bool reassociatesSums() const override { return true; }

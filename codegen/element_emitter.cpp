@@ -313,6 +313,11 @@ void ElementEmitter::setCurrent(const Index& index, llvm::Value* linear, const S
   currentShape_ = shape;
 }
 
+void ElementEmitter::emitSegmentItem(size_t segment, llvm::Value* item) {
+  std::vector<llvm::Value*> outputs(buffers_.begin() + static_cast<ptrdiff_t>(group_.inputs.size()), buffers_.end());
+  emitSegmentItem(group_.segments[segment], outputs, item);
+}
+
 void ElementEmitter::emitLoopItem(llvm::Value* item) {
   std::vector<llvm::Value*> outputs(buffers_.begin() + static_cast<ptrdiff_t>(group_.inputs.size()), buffers_.end());
   int64_t width = elementsPerItem(group_, target_);

@@ -48,6 +48,8 @@ class ElementEmitter {
   // consecutive elements of one segment's outputs (all of them first, then the stores, so the
   // target can merge neighbouring loads and stores into vector ones), with a guarded tail.
   void emitLoopItem(llvm::Value* item);
+  // Element `item` of segment `segment` alone (the target loops segment by segment; one element per item).
+  void emitSegmentItem(size_t segment, llvm::Value* item);
   // Tiled transposes (transpose_tile.h), on a GPU block of kTile x kTileRows threads, `lane` the
   // thread's index in it: tile `item` of the input is read into shared memory with consecutive
   // threads on consecutive input addresses, then the outputs are computed and stored with

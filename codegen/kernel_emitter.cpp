@@ -51,18 +51,19 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     bool row = group->kind == KernelKind::Row;
     std::optional<TransposeTile> transposed = transposeTileOf(*group, target);
     std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
-    // A loop kernel of one element per item over one shape may be looped row by row.
-    int64_t rowLength = 0;
-    if (!row && !transposed && !tiledMatmul && group->segments.size() == 1 && elementsPerItem(*group, target) == 1 &&
-        !group->segments[0].shape.empty())
-      rowLength = group->segments[0].shape.back();
+    // A loop kernel of one element per item may be looped shape by shape (segment by segment)
+    // and row by row.
+    std::vector<ItemPart> parts;
+    if (!row && !transposed && !tiledMatmul && elementsPerItem(*group, target) == 1)
+      for (const Segment& s : group->segments) parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back()});
     llvm::Function* kernel = target.emitKernel(
-        module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target), rowLength,
+        module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target), parts,
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
-            llvm::Value* lane, llvm::Value* column) {
+            llvm::Value* lane, llvm::Value* column, int part) {
           ElementEmitter emitter(b, target, *group, buffers, status, errors);
-          if (column) emitter.setItemColumn(item, column, rowLength);
-          if (row) emitter.emitRow(item, lane);
+          if (column) emitter.setItemColumn(item, column, parts[static_cast<size_t>(part)].rowLength);
+          if (part >= 0) emitter.emitSegmentItem(static_cast<size_t>(part), item);
+          else if (row) emitter.emitRow(item, lane);
           else if (transposed) emitter.emitTileItem(*transposed, item, lane);
           else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);
           else emitter.emitLoopItem(item);

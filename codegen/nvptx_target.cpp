@@ -123,7 +123,8 @@ void NvptxTarget::syncBlock(llvm::IRBuilder<>& b) { b.CreateIntrinsic(llvm::Intr
 
 llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string& name,
                                        const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
-                                       int64_t /*rowLength: a grid-stride loop has no rows*/, const WorkItemBodyFn& body) {
+                                       const std::vector<ItemPart>& /*parts: one grid-stride loop over all items*/,
+                                       const WorkItemBodyFn& body) {
   const int numBuffers = static_cast<int>(bufferAlignments.size());
   llvm::LLVMContext& ctx = module.getContext();
   llvm::Type* ptr = llvm::PointerType::get(ctx, 0);
@@ -169,7 +170,7 @@ llvm::Function* NvptxTarget::emitKernel(llvm::Module& module, const std::string&
   b.SetInsertPoint(loop);
   llvm::PHINode* index = b.CreatePHI(b.getInt64Ty(), 2, "item");
   index->addIncoming(start, entry);
-  body(b, buffers, status, index, lane, nullptr);
+  body(b, buffers, status, index, lane, nullptr, -1);
   // The body may have added blocks (reduction loops); the back edge leaves from wherever it ended.
   llvm::Value* next = b.CreateAdd(index, stride, "item.next", true, true);
   index->addIncoming(next, b.GetInsertBlock());

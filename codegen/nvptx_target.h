@@ -29,8 +29,8 @@ class NvptxTarget : public TargetHooks {
   // under fast math: sqrt.approx.ftz).
   llvm::Value* emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) override;
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
-                             int64_t numItems, int lanes, int64_t rowLength,
-                             const WorkItemBodyFn& body) override;
+                             int64_t numItems, int lanes,
+                             const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) override;
   int elementsPerItem() const override { return 4; }
   // llvm.nvvm.ldg.global for float and int vectors: one call that LLVM's InstCombine does not
   // split back into scalar loads (a plain vector load whose elements are only extracted, it does).

@@ -24,11 +24,19 @@ enum class MathFn { Exp, Log, Log1p, Sqrt, Tanh, Erf, Sin, Cos, Asin, Acos, Atan
 // Emits the body for one work item: `buffers` are the kernel's buffer pointers (group inputs, then
 // outputs), `status` points at the i32 error word, `item` is the i64 work item index and `lane`
 // the i64 index of this thread among the `lanes` threads that share the item (0 when lanes is 1).
-// `column`, where the target loops over rows of items (emitKernel's rowLength), is item's index
-// within its row (item % rowLength, as a loop counter); else null.
+// Where the target loops part by part (emitKernel's `parts`), `part` is the part's index and `item`
+// the index within that part; else `part` is -1 and `item` counts all items. `column`, where the
+// target loops over rows of a part's items, is item's index within its row (item % rowLength, as
+// a loop counter); else null.
 using WorkItemBodyFn = std::function<void(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
                                           llvm::Value* status, llvm::Value* item, llvm::Value* lane,
-                                          llvm::Value* column)>;
+                                          llvm::Value* column, int part)>;
+
+// A run of work items of one shape: `items` of them, in rows of `rowLength` (0: no rows).
+struct ItemPart {
+  int64_t items = 0;
+  int64_t rowLength = 0;
+};
 
 class TargetHooks {
  public:
@@ -41,12 +49,13 @@ class TargetHooks {
   // error word, and a loop over work items [0, numItems) that runs `body` once per item on each of
   // `lanes` threads (1, or rowLanes() for row kernels). All lanes of an item run the same code, so
   // they may exchange values with shuffleXor (and, across warps, through sharedArray).
-  // `rowLength` > 1 (items are the elements of rows that long, numItems a multiple of it) lets a
-  // target loop row by row and pass each item's column: the CPU does, so that a loop never crosses
-  // a row and inputs broadcast along rows are read contiguously (and vectorise); 0 otherwise.
+  // `parts` (empty, or items [0, numItems) as parts one after another) let a target loop part by
+  // part, and within a part row by row, passing the part and each item's column: the CPU does, so
+  // that a loop holds one shape's code without branches, never crosses a row, and reads inputs
+  // broadcast along rows contiguously (all of which lets it vectorise).
   virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name,
                                      const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
-                                     int64_t rowLength, const WorkItemBodyFn& body) = 0;
+                                     const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) = 0;
   // How many consecutive elements a work item of a loop kernel computes: 4 on the GPU, so loads
   // and stores can be 128 bits wide; 1 on the CPU, whose loop vectoriser widens the loop itself.
   virtual int elementsPerItem() const = 0;

@@ -32,9 +32,9 @@ UnaryKernel buildUnary(const std::function<llvm::Value*(llvm::IRBuilder<>&, CpuT
   auto module = std::make_unique<llvm::Module>("t", *ctx);
   configureModule(*module, **tm);
   CpuTarget target;
-  target.emitKernel(*module, "k0_test", {16, 16}, 1000, 1, 0,
+  target.emitKernel(*module, "k0_test", {16, 16}, 1000, 1, {},
                     [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value*, llvm::Value* i,
-                        llvm::Value*, llvm::Value*) {
+                        llvm::Value*, llvm::Value*, int) {
                       llvm::Value* x = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), buffers[0], i));
                       b.CreateStore(op(b, target, x), b.CreateInBoundsGEP(b.getFloatTy(), buffers[1], i));
                     });

@@ -47,7 +47,7 @@ class TestTarget : public TargetHooks {
   llvm::Value* shuffleXor(llvm::IRBuilder<>&, llvm::Value* v, int) override { return v; }
 
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
-                             int64_t numElements, int, int64_t, const WorkItemBodyFn& body) override {
+                             int64_t numElements, int, const std::vector<ItemPart>&, const WorkItemBodyFn& body) override {
     const int numBuffers = static_cast<int>(bufferAlignments.size());
     llvm::LLVMContext& ctx = module.getContext();
     auto* ptr = llvm::PointerType::get(ctx, 0);
@@ -65,7 +65,7 @@ class TestTarget : public TargetHooks {
     b.SetInsertPoint(loop);
     llvm::PHINode* i = b.CreatePHI(i64, 2);
     i->addIncoming(f->getArg(2), entry);
-    body(b, buffers, f->getArg(1), i, b.getInt64(0), nullptr);
+    body(b, buffers, f->getArg(1), i, b.getInt64(0), nullptr, -1);
     llvm::Value* next = b.CreateAdd(i, b.getInt64(1));
     i->addIncoming(next, b.GetInsertBlock());
     b.CreateCondBr(b.CreateICmpSLT(next, f->getArg(3)), loop, exit);

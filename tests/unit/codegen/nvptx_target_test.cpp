@@ -19,8 +19,8 @@ using testing::expectAssembles;
 
 // out[i] = op(in[i]) / in[i] for one math function in f32 or f64: a divide and a libdevice call.
 void emitMathKernel(llvm::Module& m, NvptxTarget& target, MathFn fn, bool f64, const std::string& name) {
-  target.emitKernel(m, name, {16, 16}, 1000, 1, 0, [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
-                                                llvm::Value*, llvm::Value* index, llvm::Value*, llvm::Value*) {
+  target.emitKernel(m, name, {16, 16}, 1000, 1, {}, [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers,
+                                                 llvm::Value*, llvm::Value* index, llvm::Value*, llvm::Value*, int) {
     llvm::Type* t = f64 ? b.getDoubleTy() : b.getFloatTy();
     llvm::Value* x = b.CreateLoad(t, b.CreateGEP(t, buffers[0], index));
     std::vector<llvm::Value*> args{x};
