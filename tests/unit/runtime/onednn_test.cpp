@@ -111,23 +111,41 @@ void expectClose(const Tensor& got, const Tensor& want, const char* what) {
         << what << ", element " << i;
 }
 
+// What one program did: parsed, compiled for the CPU, run on random inputs.
+struct Checked {
+  std::unique_ptr<Module> module;
+  std::vector<Tensor> inputs;
+  Tensor result;
+};
+
+// Compiles `text` for the CPU, expects its library kernel to be `call`, runs it on random inputs
+// (`seed`) and expects the interpreter's result.
+void expectCallAndResult(const std::string& text, const std::string& call, uint64_t seed, Checked& out) {
+  auto m = parseModule(text, "onednn.kiln");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  out.module = std::move(*m);
+  const Function& f = *out.module->entry();
+  auto exe = Executable::compile(f, {});
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  EXPECT_EQ(libraryCallOf(**exe), call);
+  out.inputs = randomInputs(f, seed);
+  auto want = interpret(f, out.inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  auto got = (*exe)->run(out.inputs);
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  expectClose((*got)[0], (*want)[0], call.c_str());
+  out.result = (*got)[0];
+}
+
 TEST_P(OnednnCase, ComputesWhatTheInterpreterAndTheGeneratedKernelCompute) {
 #if !KILN_HAVE_ONEDNN
   GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev): CPU matmuls run generated kernels";
 #endif
   const Case& c = GetParam();
-  auto m = parseModule(c.text, std::string(c.name) + ".kiln");
-  ASSERT_TRUE(m.ok()) << m.error().str();
-  const Function& f = *(*m)->entry();
-  auto exe = Executable::compile(f, {});
-  ASSERT_TRUE(exe.ok()) << exe.error().str();
-  EXPECT_EQ(libraryCallOf(**exe), c.call);
-  std::vector<Tensor> inputs = randomInputs(f, 11);
-  auto want = interpret(f, inputs);
-  ASSERT_TRUE(want.ok()) << want.error().str();
-  auto got = (*exe)->run(inputs);
-  ASSERT_TRUE(got.ok()) << got.error().str();
-  expectClose((*got)[0], (*want)[0], "oneDNN");
+  Checked run;
+  ASSERT_NO_FATAL_FAILURE(expectCallAndResult(c.text, c.call, 11, run));
+  const Function& f = *run.module->entry();
+  const std::vector<Tensor>& inputs = run.inputs;
 
   // The generated kernel, which KILN_CPU_LIBRARIES=off runs instead, agrees.
   setenv("KILN_CPU_LIBRARIES", "off", 1);
@@ -136,7 +154,7 @@ TEST_P(OnednnCase, ComputesWhatTheInterpreterAndTheGeneratedKernelCompute) {
   ASSERT_TRUE(generated.ok()) << generated.error().str();
   auto fallback = (*generated)->run(inputs);
   ASSERT_TRUE(fallback.ok()) << fallback.error().str();
-  expectClose((*fallback)[0], (*got)[0], "generated kernel against oneDNN");
+  expectClose((*fallback)[0], run.result, "generated kernel against oneDNN");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, OnednnCase, ::testing::ValuesIn(kCases),
@@ -181,17 +199,8 @@ TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
        "approximation"},
   };
   for (const Refused& r : refused) {
-    auto m = parseModule(r.text, "refused.kiln");
-    ASSERT_TRUE(m.ok()) << m.error().str();
-    const Function& f = *(*m)->entry();
-    auto exe = Executable::compile(f, {});
-    ASSERT_TRUE(exe.ok()) << exe.error().str();
-    EXPECT_EQ(libraryCallOf(**exe), r.reason);
-    std::vector<Tensor> inputs = randomInputs(f, 2);
-    auto want = interpret(f, inputs);
-    auto got = (*exe)->run(inputs);
-    ASSERT_TRUE(want.ok() && got.ok());
-    expectClose((*got)[0], (*want)[0], r.reason);
+    Checked run;
+    ASSERT_NO_FATAL_FAILURE(expectCallAndResult(r.text, r.reason, 2, run));
   }
 }
 
