@@ -10,17 +10,22 @@
 # and NCCL folders, runs ldd on every binary, then the steps, each logged, each under a timeout,
 # continuing past failures:
 #   env        GPU, driver, CUDA toolkit, Python frameworks, libraries (always first)
-#   unit       every GoogleTest binary (GPU tests included) and the API quickstart
+#   unit       the GoogleTest binaries that reach the GPU, in parallel: kiln_runtime_tests whole,
+#              kiln_codegen_tests' GPU tests ($KILN_CODEGEN_FILTER), the API quickstart
+#              (KILN_UNIT_ALL=1: every binary, each whole)
+#   onnx       `kiln onnx-test --backend cuda`: the tier-1/2 node tests and the other suites of the
+#              machine's pip onnx against tests/onnx's pass lists, then the model zoo (tests/models:
+#              small and real sizes, made there with onnx and checked against onnxruntime)
+#   lit        the lit suite with the bundled lit.py and FileCheck (its cuda-gpu tests on the GPU)
 #   sanitizer  compute-sanitizer memcheck on the CUDA tests of kiln_runtime_tests/kiln_codegen_tests
-#              ($KILN_SANITIZER_FILTER) and on `kiln run --backend cuda` of every example, once that runs
+#              ($KILN_SANITIZER_FILTER) and on `kiln run --backend cuda` of every example, once that runs;
+#              racecheck and synccheck on the shared-memory kernels' tests (Gpu*)
 #   bench      `kiln bench FILE --backend cuda --json` on every example and large case
 #   train      the training-step cases (bench/peers/train_cases.py): kiln's step (kiln train
 #              --print-step) checked with `kiln run` and timed with `kiln bench`, by train_kiln.py;
 #              then the same steps through jax.jit and torch.compile (harness.py --group train)
 #   peers      bench/peers/harness.py: the other cases through jax.jit and torch.compile
 #   compare    bench/compare.py: one Markdown table of both
-#   lit        the lit suite with the bundled lit.py and FileCheck (CPU only; last, skipped if the
-#              budget is spent)
 # --dry-run stops after `env` and prints the commands of the other steps. `--steps env,train,compare`
 # gets the training-step table alone in one call. Without a GPU
 # (no nvidia-smi, or it lists none) the GPU steps are skipped with a message.
@@ -35,8 +40,8 @@ B=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${OUT:-/tmp/kiln-device-out}
 WORK=${KILN_WORK:-/tmp/kbundle}
 KDEPS=${KDEPS:-/tmp/kdeps}
-STEPS="env,unit,sanitizer,bench,train,peers,compare,lit"
-BUDGET=${KILN_DEVICE_BUDGET_S:-540}   # the device tool stops a command at 600 s
+STEPS="env,unit,onnx,lit,sanitizer,bench,peers,train,compare"
+BUDGET=${KILN_DEVICE_BUDGET_S:-560}   # the device tool stops a command at 600 s
 PEERS_ARGS=${PEERS_ARGS:-}
 DRY=0
 while [ $# -gt 0 ]; do
@@ -217,38 +222,99 @@ PY
   [ $bad = 0 ] && echo "none: every binary resolves all its libraries"
   return $bad
 }
+# The GPU-reaching tests of kiln_codegen_tests (its other 600 are CPU codegen tests CI runs).
+CODEGEN_FILTER=${KILN_CODEGEN_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*:*Nvptx*:KernelReport.*}
+export CODEGEN_FILTER
 step_unit() {
-  local rc=0 summary=""
+  local rc=0 t name filter
+  local -a names=() pids=()
   for t in "$BIN"/kiln_*_tests "$BIN"/kiln_api_quickstart; do
     [ -x "$t" ] || continue
-    echo "===== $(basename "$t")"
-    k "$t" --gtest_color=no > "$WORK/unit-one.log" 2>&1 || rc=1
-    grep -vE '^\[ +(RUN|OK) +\]' "$WORK/unit-one.log"
-    summary+="$(basename "$t"): $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\]' "$WORK/unit-one.log" | tr -s ' ' | tr '\n' ' ')"$'\n'
+    name=$(basename "$t") filter='*'
+    if [ "${KILN_UNIT_ALL:-0}" != 1 ]; then
+      case $name in
+        kiln_runtime_tests|kiln_api_quickstart) ;;
+        kiln_codegen_tests) filter=$CODEGEN_FILTER ;;
+        *) echo "$name: CPU-only, left to CI (KILN_UNIT_ALL=1 runs it)"; continue ;;
+      esac
+    fi
+    k "$t" --gtest_color=no --gtest_filter="$filter" > "$WORK/unit-$name.log" 2>&1 &
+    names+=("$name") pids+=($!)
   done
-  [ -n "$summary" ] || echo "no test binaries in the bundle (build them before scripts/device_bundle.sh)"
+  [ ${#names[@]} -gt 0 ] || { echo "no test binaries in the bundle (build them before scripts/device_bundle.sh)"; return 1; }
+  local summary="" i st
+  for i in "${!names[@]}"; do
+    wait "${pids[$i]}"; st=$?
+    [ $st = 0 ] || rc=1
+    echo "===== ${names[$i]} (exit $st)"
+    grep -vE '^\[ +(RUN|OK) +\]' "$WORK/unit-${names[$i]}.log"
+    summary+="${names[$i]}: exit $st $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\]' "$WORK/unit-${names[$i]}.log" | tr -s ' ' | tr '\n' ' ')"$'\n'
+  done
   echo "===== summary"; printf '%s' "$summary"
   return $rc
 }
+step_onnx() {
+  # The node tests: Debian's libonnx-testdata where present, else the machine's pip onnx's copy.
+  local rc=0 data jobs
+  jobs=$(nproc)
+  data=$(python3 -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))' 2>/dev/null)
+  [ -d /usr/share/libonnx-testdata/data/node ] && data=/usr/share/libonnx-testdata/data
+  if [ -d "$data/node" ]; then
+    echo "===== node tests ($data/node), tier 1 and 2, on cuda"
+    k "$BIN/kiln" onnx-test "$data/node" --backend cuda --jobs "$jobs" --tests "$SRC/tests/onnx/tier1.txt" \
+      --tests "$SRC/tests/onnx/tier2.txt" --expect-pass "$SRC/tests/onnx/expected_pass_cuda.txt" |
+      grep -vE '^PASS ' || rc=1
+    echo "===== pytorch-converted, pytorch-operator, simple on cuda"
+    k "$BIN/kiln" onnx-test "$data/pytorch-converted" "$data/pytorch-operator" "$data/simple" --backend cuda \
+      --jobs "$jobs" --expect-pass "$SRC/tests/onnx/expected_pass_suites.txt" | grep -vE '^PASS ' || rc=1
+  else
+    echo "no ONNX node tests: neither libonnx-testdata nor pip onnx's backend/test/data"; rc=1
+  fi
+  local scale m folders
+  for scale in small real; do
+    echo "===== model zoo, $scale sizes, on cuda (tests/models, checked against onnxruntime)"
+    python3 "$SRC/tests/models/make_models.py" --scale $scale --out "$WORK/zoo_$scale" --no-timing 2>&1 | tail -3 || { rc=1; continue; }
+    folders=()
+    for m in "$WORK/zoo_$scale"/*/; do folders+=("${m%/}"); done
+    k "$BIN/kiln" onnx-test "${folders[@]}" --backend cuda --jobs 4 --timeout 240 \
+      --expect-pass "$SRC/tests/models/expected_pass.txt" || rc=1
+  done
+  return $rc
+}
 step_sanitizer() {
-  local rc=0 filter=${KILN_SANITIZER_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*}
+  # memcheck on every GPU test and example; racecheck and synccheck (shared memory, bar.sync) on the
+  # kernels that use them. The tools run side by side: each is one process on its own cores.
+  local rc=0 filter=${KILN_SANITIZER_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*} tool t
   command -v compute-sanitizer >/dev/null || { echo "no compute-sanitizer on PATH"; return 1; }
-  for t in "$BIN"/kiln_runtime_tests "$BIN"/kiln_codegen_tests; do
-    [ -x "$t" ] || continue
-    n=$(k "$t" --gtest_list_tests --gtest_filter="$filter" | grep -c '^  ')
-    echo "===== memcheck $(basename "$t") --gtest_filter=$filter ($n tests)"
-    [ "$n" -gt 0 ] || continue
-    k compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 50 "$t" --gtest_filter="$filter" 2>&1 |
-      grep -vE '^\[ +(RUN|OK) +\]' || rc=1
+  local -a jobs=()
+  for t in kiln_runtime_tests kiln_codegen_tests; do
+    [ -x "$BIN/$t" ] || continue
+    k compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 50 "$BIN/$t" --gtest_filter="$filter" \
+      > "$WORK/san-memcheck-$t.log" 2>&1 &
+    jobs+=("memcheck-$t")
+  done
+  for tool in racecheck synccheck; do
+    k compute-sanitizer --tool $tool --error-exitcode 99 --print-limit 50 "$BIN/kiln_codegen_tests" \
+      --gtest_filter='Gpu*' > "$WORK/san-$tool-kiln_codegen_tests.log" 2>&1 &
+    jobs+=("$tool-kiln_codegen_tests")
   done
   if k "$BIN/kiln" run --backend cuda "$SRC/examples/softmax.kiln" >/dev/null 2>&1; then
     for f in "$SRC"/examples/*.kiln; do
       echo "===== memcheck kiln run --backend cuda $(basename "$f")"
-      k compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 "$BIN/kiln" run --backend cuda "$f" || rc=1
+      k compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 "$BIN/kiln" run --backend cuda "$f" \
+        > "$WORK/san-one.log" 2>&1 || { rc=1; cat "$WORK/san-one.log"; }
+      tail -1 "$WORK/san-one.log"
     done
   else
     echo "kiln run --backend cuda fails here, so no kiln process is sanitized: $(k "$BIN/kiln" run --backend cuda "$SRC/examples/softmax.kiln" 2>&1 | head -1)"
+    rc=1
   fi
+  wait
+  for j in "${jobs[@]}"; do
+    echo "===== compute-sanitizer --tool ${j%%-*} ${j#*-}"
+    grep -vE '^\[ +(RUN|OK) +\]' "$WORK/san-$j.log" | tail -60
+    grep -q "ERROR SUMMARY: 0 errors" "$WORK/san-$j.log" || rc=1
+  done
   return $rc
 }
 step_bench() {
@@ -292,12 +358,15 @@ step_lit() {
 config.kiln_bin_dir = "$BIN"
 config.llvm_tools_dir = "$WORK/llvm"
 config.kiln_source_dir = "$SRC"
+config.kiln_have_onnx = "OFF"
+config.onnx_node_tests = ""
+config.protoc = ""
 lit_config.load_config(config, "$SRC/tests/lit/lit.cfg.py")
 EOF
   LD_LIBRARY_PATH="$KILN_LD_LIBRARY_PATH" python3 "$WORK/lit/lit.py" -s -j "$(nproc)" "$WORK/lit-site"
 }
 export GPU_NAME=${GPU_NAME:-}
-export -f step_env step_unit step_sanitizer step_bench step_train step_peers step_compare step_lit
+export -f step_env step_unit step_onnx step_sanitizer step_bench step_train step_peers step_compare step_lit
 
 : > "$OUT/kiln_bench.jsonl"
 : > "$OUT/peers.jsonl"
@@ -306,7 +375,8 @@ if [ $DRY = 1 ]; then
   grep -v '^\s*$' "$WORK/logs/env.log" | tail -30
   log "dry run: stopping after env. GPU: ${GPU_NAME:-none ($GPU_WHY)}. Steps a real run would take, in order:"
   cat <<EOF
-  unit       $BIN/kiln_*_tests and kiln_api_quickstart, LD_LIBRARY_PATH=$KILN_LD_LIBRARY_PATH
+  unit       $BIN/kiln_runtime_tests, kiln_codegen_tests --gtest_filter=$CODEGEN_FILTER and kiln_api_quickstart, LD_LIBRARY_PATH=$KILN_LD_LIBRARY_PATH
+  onnx       $BIN/kiln onnx-test (node tests, suites, model zoo small and real) --backend cuda
   sanitizer  compute-sanitizer --tool memcheck on kiln_runtime_tests/kiln_codegen_tests --gtest_filter=${KILN_SANITIZER_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*}, and on kiln run --backend cuda per example
   bench      $BIN/kiln bench FILE --backend cuda --json for $CASES/*.kiln and $SRC/examples/*.kiln -> $OUT/kiln_bench.jsonl
   train      python3 $PEERS_DIR/train_kiln.py --kiln $KILN_SH --backend cuda --work $WORK/train --out $OUT/kiln_bench.jsonl;
@@ -317,18 +387,20 @@ if [ $DRY = 1 ]; then
 EOF
   exit 0
 fi
-has_step unit && run_step unit 150 step_unit
+has_step unit && run_step unit 100 step_unit
 if [ $HAVE_GPU = 1 ]; then
+  has_step onnx && run_step onnx 150 step_onnx
+  has_step lit && run_step lit 60 step_lit
   has_step sanitizer && run_step sanitizer 120 step_sanitizer
-  has_step bench && run_step bench 120 step_bench
-  has_step train && run_step train 300 step_train
-  has_step peers && run_step peers 300 step_peers
+  has_step bench && run_step bench 60 step_bench
+  has_step peers && run_step peers 150 step_peers
+  has_step train && run_step train 120 step_train
 else
   log "$GPU_WHY"
-  for s in sanitizer bench train peers; do has_step $s && STATUS+=("$s|skipped|0|$GPU_WHY"); done
+  for s in onnx sanitizer bench peers train; do has_step $s && STATUS+=("$s|skipped|0|$GPU_WHY"); done
+  has_step lit && run_step lit 60 step_lit
 fi
-has_step compare && run_step compare 30 step_compare
-has_step lit && run_step lit 120 step_lit
+has_step compare && run_step compare 20 step_compare
 
 # --- summary and logs -------------------------------------------------------------------------------
 {
