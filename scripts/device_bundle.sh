@@ -17,6 +17,8 @@
 #   debs/*.deb         the Debian packages of every library ldd finds that is not in BASE_PACKAGES
 #                      (apt-get download; cached in $KILN_DEB_CACHE)
 #   src/               examples/, tests/lit/, bench/peers/, bench/compare.py, cases/*.kiln
+#   onnx-data.tar.xz   the ONNX node tests of tests/onnx/tier{1,2}.txt and the `simple` suite from
+#                      libonnx-testdata (1.2 MB; the GPU machine's pip onnx carries no test data)
 # The device tool carries at most 64 MiB (working tree included): the script fails above 64 MiB.
 set -euo pipefail
 
@@ -104,6 +106,14 @@ python3 "$ROOT/bench/peers/cases.py" --emit-kiln "$DEST/src/cases" >/dev/null
 for f in "$DEST"/src/cases/*.kiln; do
   "$BUILD/tools/kiln" check "$f" || die "kiln check $f failed: the generated case does not parse"
 done
+ONNX_DATA=${KILN_ONNX_DATA:-/usr/share/libonnx-testdata/data}
+if [ -d "$ONNX_DATA/node" ]; then
+  tiers=$(cat "$ROOT"/tests/onnx/tier1.txt "$ROOT"/tests/onnx/tier2.txt | sed 's/#.*//' | awk 'NF {print "node/" $NF}' | sort -u)
+  (cd "$ONNX_DATA" && XZ_OPT=${XZ_OPT:--6 -T2} tar -cJf "$DEST/onnx-data.tar.xz" $tiers simple) ||
+    die "packing the ONNX node tests from $ONNX_DATA failed"
+else
+  say "WARNING: no ONNX test data at $ONNX_DATA (libonnx-testdata): the onnx step will run the model zoo only"
+fi
 cp "$ROOT/scripts/run_on_device.sh" "$DEST/run_on_device.sh"
 chmod +x "$DEST/run_on_device.sh"
 

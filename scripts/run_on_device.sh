@@ -254,21 +254,31 @@ step_unit() {
   return $rc
 }
 step_onnx() {
-  # The node tests: Debian's libonnx-testdata where present, else the machine's pip onnx's copy.
-  local rc=0 data jobs
+  # The node tests: Debian's libonnx-testdata where installed, else the bundle's copy of the tier
+  # lists' tests and the `simple` suite (the pytorch suites are left to CI: 12 MB).
+  local rc=0 data=/usr/share/libonnx-testdata/data jobs s
   jobs=$(nproc)
-  data=$(python3 -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))' 2>/dev/null)
-  [ -d /usr/share/libonnx-testdata/data/node ] && data=/usr/share/libonnx-testdata/data
+  if [ ! -d "$data/node" ] && [ -f "$B/onnx-data.tar.xz" ]; then
+    data=$WORK/onnx-data
+    mkdir -p "$data" && tar -C "$data" -xJf "$B/onnx-data.tar.xz"
+  fi
   if [ -d "$data/node" ]; then
     echo "===== node tests ($data/node), tier 1 and 2, on cuda"
     k "$BIN/kiln" onnx-test "$data/node" --backend cuda --jobs "$jobs" --tests "$SRC/tests/onnx/tier1.txt" \
       --tests "$SRC/tests/onnx/tier2.txt" --expect-pass "$SRC/tests/onnx/expected_pass_cuda.txt" |
       grep -vE '^PASS ' || rc=1
-    echo "===== pytorch-converted, pytorch-operator, simple on cuda"
-    k "$BIN/kiln" onnx-test "$data/pytorch-converted" "$data/pytorch-operator" "$data/simple" --backend cuda \
-      --jobs "$jobs" --expect-pass "$SRC/tests/onnx/expected_pass_suites.txt" | grep -vE '^PASS ' || rc=1
+    local suites=()
+    for s in pytorch-converted pytorch-operator simple; do [ -d "$data/$s" ] && suites+=("$data/$s"); done
+    echo "===== ${suites[*]##*/} on cuda"
+    # Without --expect-pass where the bundle carries only some suites (its list names all three).
+    if [ ${#suites[@]} = 3 ]; then
+      k "$BIN/kiln" onnx-test "${suites[@]}" --backend cuda --jobs "$jobs" \
+        --expect-pass "$SRC/tests/onnx/expected_pass_suites.txt" | grep -vE '^PASS ' || rc=1
+    else
+      k "$BIN/kiln" onnx-test "${suites[@]}" --backend cuda --jobs "$jobs" | grep -vE '^PASS ' || rc=1
+    fi
   else
-    echo "no ONNX node tests: neither libonnx-testdata nor pip onnx's backend/test/data"; rc=1
+    echo "no ONNX node tests: no libonnx-testdata here and no onnx-data.tar.xz in the bundle"; rc=1
   fi
   local scale m folders
   for scale in small real; do
@@ -289,7 +299,8 @@ step_sanitizer() {
   local -a jobs=()
   for t in kiln_runtime_tests kiln_codegen_tests; do
     [ -x "$BIN/$t" ] || continue
-    k compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 50 "$BIN/$t" --gtest_filter="$filter" \
+    # The tests provoke API errors on purpose (out of memory, bad PTX): only device-side errors count.
+    k compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 --print-limit 50 "$BIN/$t" --gtest_filter="$filter" \
       > "$WORK/san-memcheck-$t.log" 2>&1 &
     jobs+=("memcheck-$t")
   done
@@ -389,11 +400,11 @@ EOF
 fi
 has_step unit && run_step unit 100 step_unit
 if [ $HAVE_GPU = 1 ]; then
-  has_step onnx && run_step onnx 150 step_onnx
+  has_step onnx && run_step onnx 130 step_onnx
   has_step lit && run_step lit 60 step_lit
-  has_step sanitizer && run_step sanitizer 120 step_sanitizer
+  has_step sanitizer && run_step sanitizer 90 step_sanitizer
   has_step bench && run_step bench 60 step_bench
-  has_step peers && run_step peers 150 step_peers
+  has_step peers && run_step peers 200 step_peers
   has_step train && run_step train 120 step_train
 else
   log "$GPU_WHY"

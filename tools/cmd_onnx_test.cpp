@@ -69,18 +69,56 @@ struct Running {
   std::string output;
 };
 
+void writeAll(int fd, const std::string& text) {
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Reads `fd` to its end and closes it.
+std::string readAll(int fd) {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return text;
+}
+
 // The child: runs one test and writes "KIND\tdetail" to `fd`.
 [[noreturn]] void runChild(const fs::path& test, Backend backend, unsigned timeout, int fd) {
   alarm(timeout);
   OnnxTestOutcome o = runOnnxTestCase(test.string(), backend);
   const char* kind = o.kind == OnnxTestOutcome::Pass ? "PASS" : o.kind == OnnxTestOutcome::Fail ? "FAIL" : "UNSUPPORTED";
-  std::string line = std::string(kind) + "\t" + o.detail;
-  for (size_t done = 0; done < line.size();) {
-    ssize_t n = write(fd, line.data() + done, line.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
+  writeAll(fd, std::string(kind) + "\t" + o.detail);
   _exit(0);
+}
+
+// Whether `backend` runs here, asked in a child process. The tests run in children forked from
+// this process, and NVIDIA's driver refuses every call in a child forked after cuInit: so this
+// process must never start the driver itself.
+Status backendUsableInChild(Backend backend) {
+  int fds[2];
+  if (pipe(fds) != 0) return Error("cannot create a pipe");
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    auto resolved = resolveBackend(backend);
+    if (!resolved) writeAll(fds[1], resolved.error().message());
+    _exit(resolved ? 0 : 1);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return Error("cannot start a process");
+  }
+  std::string why = readAll(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  return Error(why.empty() ? "--backend: the process checking the backend failed" : why);
 }
 
 OnnxTestOutcome parseChild(const std::string& out, int status, unsigned timeout) {
@@ -130,9 +168,7 @@ std::vector<OnnxTestOutcome> runAll(const std::vector<fs::path>& tests, Backend 
       // Read the oldest child to its end, then reap it (its line is short: the pipe never fills).
       Running r = running.front();
       running.erase(running.begin());
-      char buf[4096];
-      for (ssize_t n; (n = read(r.fd, buf, sizeof buf)) > 0;) r.output.append(buf, static_cast<size_t>(n));
-      close(r.fd);
+      r.output = readAll(r.fd);
       int status = 0;
       waitpid(r.pid, &status, 0);
       outcomes[r.index] = parseChild(r.output, status, timeout);
@@ -159,9 +195,8 @@ int run(const Command& c, const Args& args) {
     if (!b || *b == Backend::Auto) return usageError(c, "unknown backend '" + *name + "' (expected interp, cpu or cuda)");
     backend = *b;
   }
-  auto resolved = resolveBackend(backend);
-  if (!resolved) {
-    reportError(resolved.error());
+  if (Status usable = backendUsableInChild(backend); !usable) {
+    reportError(usable.error());
     return kExitError;
   }
   size_t jobs = 1;
@@ -205,7 +240,7 @@ int run(const Command& c, const Args& args) {
 
   size_t passed = 0, failed = 0, unsupported = 0;
   std::vector<std::string> regressions, newlyPassing;
-  runAll(tests, *resolved, jobs, timeout, [&](size_t i, const OnnxTestOutcome& o) {
+  runAll(tests, backend, jobs, timeout, [&](size_t i, const OnnxTestOutcome& o) {
     std::string name = tests[i].filename().string();
     switch (o.kind) {
       case OnnxTestOutcome::Pass: ++passed; fmt::print("PASS {}\n", name); break;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <mutex>
 
+#include <pthread.h>
+
 #include "gpusim/driver/state.h"
 
 namespace gpusim::driver {
@@ -12,6 +14,12 @@ namespace gpusim::driver {
 namespace {
 
 std::atomic<bool> g_initialised{false};
+// Set in the child of a fork() after cuInit: as with NVIDIA's driver, such a child cannot use CUDA
+// (every call, cuInit included, fails with CUDA_ERROR_NOT_INITIALIZED). A program that initialises
+// the driver and then forks workers is broken on a real GPU; the simulator must say so too.
+std::atomic<bool> g_forked_after_init{false};
+
+void refuseCudaInForkedChild() { g_forked_after_init = true; }
 
 int deviceCountFromEnvironment() {
   const char* env = std::getenv("KILN_GPUSIM_DEVICES");
@@ -86,7 +94,7 @@ std::vector<Device>& devices() {
   return d;
 }
 
-bool initialised() { return g_initialised.load(); }
+bool initialised() { return g_initialised.load() && !g_forked_after_init.load(); }
 
 // A valid device ordinal for a call, or the error to return.
 static CUresult checkDevice(CUdevice dev) {
@@ -101,6 +109,7 @@ using namespace gpusim::driver;
 
 GPUSIM_EXPORT CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (g_forked_after_init) return CUDA_ERROR_NOT_INITIALIZED;
   static std::once_flag once;
   std::call_once(once, [] {
     int n = deviceCountFromEnvironment();
@@ -113,6 +122,7 @@ GPUSIM_EXPORT CUresult cuInit(unsigned int flags) {
       d[i].primary->device = &d[i];
     }
     launchOptions();  // reads the launch settings now, reporting a bad value once
+    pthread_atfork(nullptr, nullptr, refuseCudaInForkedChild);
     g_initialised = true;
   });
   return devices().empty() ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;

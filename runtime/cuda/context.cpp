@@ -36,6 +36,7 @@ Expected<Device*> Device::get(int ordinal) {
   // Never destroyed (as the driver): work left at exit never finds its context gone.
   static std::mutex& mutex = *new std::mutex;
   static auto& devices = *new std::map<int, std::unique_ptr<Device>>;
+  if (auto d = driver(); !d) return d.error();  // e.g. a child forked after the driver started
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = devices.find(ordinal); it != devices.end()) {
     KILN_TRY(it->second->makeCurrent());

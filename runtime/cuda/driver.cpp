@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include <unistd.h>
+
 #include "runtime/cuda/dynamic_library.h"
 
 namespace kiln::cuda {
@@ -18,6 +20,7 @@ struct LoadedDriver {
   Expected<DynamicLibrary> library = Error("not loaded");
   DriverApi api;
   Status status;
+  pid_t loadedBy = 0;  // the process that ran cuInit
 };
 
 constexpr const char* kNoDriverHint =
@@ -83,7 +86,10 @@ Status load(LoadedDriver& d) {
 LoadedDriver& loaded() {
   static LoadedDriver& d = *new LoadedDriver;
   static std::once_flag once;
-  std::call_once(once, [] { d.status = load(d); });
+  std::call_once(once, [] {
+    d.loadedBy = getpid();
+    d.status = load(d);
+  });
   return d;
 }
 
@@ -92,6 +98,12 @@ LoadedDriver& loaded() {
 Expected<const DriverApi*> driver() {
   LoadedDriver& d = loaded();
   if (!d.status) return d.status.error();
+  // NVIDIA's driver refuses every call in a child forked after cuInit (CUDA_ERROR_NOT_INITIALIZED,
+  // which names no cause): say what happened instead.
+  if (pid_t self = getpid(); self != d.loadedBy)
+    return Error("CUDA cannot be used in this process (" + std::to_string(self) + "): it was forked from process " +
+                 std::to_string(d.loadedBy) + " after that one started the CUDA driver; fork before the parent first " +
+                 "uses the GPU, or start workers with exec (a fresh process)");
   return &d.api;
 }
 

@@ -70,7 +70,8 @@ struct DriverApi {
 
 // The driver, loaded and initialised (cuInit) once per process; later calls return the same
 // table or the same error. Fails when libcuda cannot be loaded ("no NVIDIA driver"), lacks an entry
-// point kiln needs (a driver older than CUDA 12), or cuInit fails (no device, a stub library).
+// point kiln needs (a driver older than CUDA 12), or cuInit fails (no device, a stub library); and
+// in a child forked after the driver started, where NVIDIA's driver refuses every call.
 // $KILN_CUDA_DRIVER names the library to load instead of libcuda.so.1.
 Expected<const DriverApi*> driver();
 

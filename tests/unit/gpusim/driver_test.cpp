@@ -9,6 +9,8 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -207,6 +209,28 @@ TEST_F(Driver, ExportsEveryEntryPointKilnLooksUpAndClaimsAnH100) {
   const char* name = nullptr;
   EXPECT_EQ(cu.cuGetErrorName(CUDA_ERROR_ILLEGAL_ADDRESS, &name), CUDA_SUCCESS);
   EXPECT_STREQ(name, "CUDA_ERROR_ILLEGAL_ADDRESS");
+}
+
+TEST_F(Driver, AChildForkedAfterCuInitCannotUseCuda) {
+  // As NVIDIA documents for its driver: the child of a fork after cuInit gets
+  // CUDA_ERROR_NOT_INITIALIZED from every call, cuInit included; the parent carries on.
+  pid_t pid = fork();
+  if (pid == 0) {
+    int count = 0;
+    CUdeviceptr p = 0;
+    bool refused = cu.cuInit(0) == CUDA_ERROR_NOT_INITIALIZED &&
+                   cu.cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED &&
+                   cu.cuCtxSetCurrent(ctx) == CUDA_ERROR_NOT_INITIALIZED &&
+                   cu.cuMemAlloc(&p, 64) == CUDA_ERROR_NOT_INITIALIZED;
+    _exit(refused ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a CUDA call succeeded in the forked child";
+  int count = 0;
+  EXPECT_EQ(cu.cuDeviceGetCount(&count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 1);
 }
 
 TEST_F(Driver, CopiesAndMemsetsRoundTrip) {

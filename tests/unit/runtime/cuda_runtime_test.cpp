@@ -3,6 +3,8 @@
 // for out-of-memory, bad PTX and wrong inputs. Numerics on CUDA are checked by the differential
 // tests (pipeline_differential_test.cpp, tests/unit/codegen/*), which add CUDA where a GPU is.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kiln.h"
 #include "runtime/launch_shape.h"
@@ -246,6 +248,34 @@ TEST_F(CudaTest, KernelErrorsNameTheOp) {
   // The error word is reset: the next good run succeeds.
   index.setInt(1, 4);
   EXPECT_TRUE(exe->run({table, index}).ok());
+}
+
+TEST_F(CudaTest, AChildForkedAfterTheDriverStartedIsToldWhy) {
+  // NVIDIA's driver (and the simulator) refuses every call in a child forked after cuInit, with
+  // CUDA_ERROR_NOT_INITIALIZED: kiln names the cause instead.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    auto device = cuda::Device::get();
+    std::string message = device ? "the GPU was usable" : device.error().message();
+    ssize_t written = write(fds[1], message.data(), message.size());
+    _exit(written == static_cast<ssize_t>(message.size()) ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  close(fds[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_NE(message.find("it was forked from process " + std::to_string(getpid()) + " after that one started the CUDA driver"),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(cuda::Device::get().ok()) << "the parent keeps its GPU";
 }
 
 #endif
