@@ -10,7 +10,9 @@
 namespace kiln::codegen {
 
 int ErrorTable::add(const Op& op, const std::string& message) {
-  errors_.push_back({std::string(op.name()) + ": " + message, op.loc()});
+  // check_range's message names its subject itself (`what`: "softmax_cross_entropy: label").
+  std::string prefix = op.kind() == OpKind::CheckRange ? "" : std::string(op.name()) + ": ";
+  errors_.push_back({prefix + message, op.loc()});
   return static_cast<int>(errors_.size()) - 1;
 }
 

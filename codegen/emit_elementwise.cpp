@@ -255,6 +255,22 @@ llvm::Value* constantOp(ElementEmitter& e, const Op& op, const Index& index) {
   return e.fromStorage(e.b.CreateLoad(storage, ptr), dtype);
 }
 
+// The operand itself, raising "<what> out of range [min, max)" (at the op's location) where it
+// is not in [min, max).
+llvm::Value* checkRange(ElementEmitter& e, const Op& op, const Index& index) {
+  auto& b = e.b;
+  DType t = op.operand(0)->type().dtype;
+  llvm::Value* x = e.emit(op.operand(0), index);
+  llvm::Value* v = e.toI64(x, t);
+  int64_t min = op.intAttr("min"), max = op.intAttr("max");
+  llvm::Value* bad = b.CreateOr(b.CreateICmpSLT(v, e.i64(min)), b.CreateICmpSGE(v, e.i64(max)));
+  // An unsigned value above INT64_MAX reads as negative: past any max.
+  if (isUnsigned(t)) bad = b.CreateOr(bad, b.CreateICmpSLT(v, e.i64(0)));
+  e.raiseIf(bad, e.addError(op, op.attr("what").getString() + " out of range [" + std::to_string(min) + ", " +
+                                    std::to_string(max) + ")"));
+  return x;
+}
+
 llvm::Value* iota(ElementEmitter& e, const Op& op, const Index& index) {
   const TensorType& type = op.result()->type();
   int64_t axis = op.intAttr("axis");
@@ -290,6 +306,7 @@ llvm::Value* emitElementwise(ElementEmitter& e, const Op& op, const Index& index
       return b.CreateSelect(cond, x, operand(2));
     }
     case OpKind::Cast: return cast(e, op, index);
+    case OpKind::CheckRange: return checkRange(e, op, index);
     case OpKind::Constant: return constantOp(e, op, index);
     case OpKind::Iota: return iota(e, op, index);
     case OpKind::BatchNorm: return batchNorm(e, op, index);

@@ -131,6 +131,14 @@ Expected<Types> cast(const Op& op, const Types*) {
   return Types{{op.attr("to").getDType(), op.operand(0)->type().shape}};
 }
 
+Expected<Types> checkRange(const Op& op, const Types*) {
+  TensorType t = op.operand(0)->type();
+  KILN_TRY(checkDType(t, DTypeSet::Int, "operand"));
+  int64_t min = op.intAttr("min"), max = op.intAttr("max");
+  if (min >= max) return Error("needs min < max, got [" + std::to_string(min) + ", " + std::to_string(max) + ")");
+  return Types{t};
+}
+
 Expected<Types> constant(const Op& op, const Types*) { return Types{op.attr("value").getDense().type()}; }
 
 Expected<Types> iota(const Op& op, const Types* annotated) {

@@ -13,6 +13,7 @@ KILN_INFER_RULE(binary);         // T, T -> broadcast T
 KILN_INFER_RULE(compare);        // T, T -> broadcast bool
 KILN_INFER_RULE(select);         // bool, T, T -> broadcast T
 KILN_INFER_RULE(cast);
+KILN_INFER_RULE(checkRange);     // int T -> T, min < max
 KILN_INFER_RULE(constant);
 KILN_INFER_RULE(iota);
 KILN_INFER_RULE(reduce);

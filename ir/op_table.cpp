@@ -123,6 +123,10 @@ std::vector<OpInfo> buildTable() {
       binary(K::And, "and", D::Bool, nullptr), binary(K::Or, "or", D::Bool, nullptr), binary(K::Xor, "xor", D::Bool, nullptr),
       {K::Select, "select", C::Elementwise, 3, 3, 0, D::Any, {}, infer::select, B::Elementwise, grad::select},
       {K::Cast, "cast", C::Elementwise, 1, 1, 0, D::Any, {required("to", A::DType)}, infer::cast, B::Elementwise, grad::cast},
+      // The identity on integers in [min, max), a run-time error otherwise; no derivative (integers).
+      {K::CheckRange, "check_range", C::Elementwise, 1, 1, 0, D::Int,
+       {required("min", A::Int), required("max", A::Int), optional("what", A::String, "check_range: value")},
+       infer::checkRange, B::Elementwise},
       {K::Constant, "constant", C::Elementwise, 0, 0, 0, D::Any, {required("value", A::Dense), optional("data", A::Bool, false)}, infer::constant, B::NeverBatched},
       {K::Iota, "iota", C::Elementwise, 0, 0, 0, D::Num, {required("axis", A::Int)}, infer::iota, B::NeverBatched},
       reduce(K::ReduceSum, "reduce_sum", grad::reduceSum), reduce(K::ReduceMean, "reduce_mean", grad::reduceMean), reduce(K::ReduceMax, "reduce_max", grad::reduceMaxMin),

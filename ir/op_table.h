@@ -27,7 +27,7 @@ class Context;
   X(Relu, "relu") X(Silu, "silu") X(Gelu, "gelu") X(Not, "not")                                  \
   X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Max, "max") X(Min, "min")            \
   X(Pow, "pow") X(ShiftLeft, "shift_left") X(ShiftRight, "shift_right") X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")          \
-  X(And, "and") X(Or, "or") X(Xor, "xor") X(Select, "select") X(Cast, "cast")                    \
+  X(And, "and") X(Or, "or") X(Xor, "xor") X(Select, "select") X(Cast, "cast") X(CheckRange, "check_range")        \
   X(Constant, "constant") X(Iota, "iota")                                                        \
   X(ReduceSum, "reduce_sum") X(ReduceMean, "reduce_mean") X(ReduceMax, "reduce_max")             \
   X(ReduceMin, "reduce_min") X(ReduceProd, "reduce_prod") X(Argmax, "argmax") X(Argmin, "argmin") \

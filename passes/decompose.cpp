@@ -35,6 +35,9 @@ class Expansion {
   Value* scalar(double v, std::string_view suffix) {
     return insertConstantBefore(at_, Tensor::scalar(compute_, v), name(suffix));
   }
+  Value* iota(const TensorType& type, int64_t axis, std::string_view suffix) {
+    return insertIotaBefore(at_, type, axis, name(suffix));
+  }
   // An input in the compute dtype (cast up from f16/bf16).
   Value* widen(Value* v) {
     if (v->type().dtype == compute_) return v;
@@ -159,8 +162,35 @@ void decomposeSilu(Op& op) {
   e.finish(e.op(OpKind::Mul, {x, e.op(OpKind::Sigmoid, {x}, "sigmoid")}, "mul"));
 }
 
+// softmax_cross_entropy(z [N,K], labels [N]) = mean over rows r of logsumexp(z[r]) - z[r, labels[r]]:
+// the row reductions softmax uses (max and sum of exp(z - max), kept [N,1] so CSE shares them with
+// a gradient's softmax of the same logits) and the label's logit picked by a one-hot select summed
+// along the row, which is exact. The labels pass through check_range first, which keeps the op's
+// run-time error for a label outside [0, K). Whole, the op was one loop over every row and class
+// (a single GPU thread for the whole batch); as primitives each row is a row kernel's.
+void decomposeSoftmaxCrossEntropy(Op& op) {
+  Expansion e(op);
+  Value* z = e.widen(op.operand(0));
+  Value* labels = op.operand(1);
+  const Shape& zs = z->type().shape;
+  AttrList checkAttrs = {{"min", Attr(int64_t{0})}, {"max", Attr(zs[1])}, {"what", Attr(std::string("softmax_cross_entropy: label"))}};
+  Value* checked = e.op(OpKind::CheckRange, {labels}, "label", checkAttrs);
+  AttrList rowAttrs = {{"axes", Attr::ints({1})}, {"keepdims", Attr(true)}};
+  Value* m = e.op(OpKind::ReduceMax, {z}, "max", rowAttrs);
+  Value* ex = e.op(OpKind::Exp, {e.op(OpKind::Sub, {z, m}, "shifted")}, "exp");
+  Value* sum = e.op(OpKind::ReduceSum, {ex}, "sum", rowAttrs);
+  Value* logSumExp = e.op(OpKind::Add, {m, e.op(OpKind::Log, {sum}, "logsum")}, "logsumexp");
+  Value* classes = e.iota({labels->type().dtype, zs}, 1, "classes");
+  Value* column = e.op(OpKind::Reshape, {checked}, "label_column", {{"shape", Attr::ints({zs[0], 1})}});
+  Value* onehot = e.op(OpKind::Eq, {classes, column}, "onehot");
+  Value* picked = e.op(OpKind::ReduceSum, {e.op(OpKind::Select, {onehot, z, e.scalar(0.0, "zero")}, "masked")}, "picked",
+                       rowAttrs);
+  Value* rowLoss = e.op(OpKind::Sub, {logSumExp, picked}, "row_loss");
+  e.finish(e.op(OpKind::ReduceMean, {rowLoss}, "mean"));
+}
+
 // Rewrites the composite `op` and returns true, or returns false if it stays.
-bool decomposeOp(Op& op, PassContext& context) {
+bool decomposeOp(Op& op) {
   // An empty result needs no arithmetic, and the primitives could fail where the composite does
   // not: softmax over a zero-length axis of f32[3,0] would become reduce_max of zero elements into
   // a non-empty f32[3,1], a run-time error.
@@ -172,22 +202,19 @@ bool decomposeOp(Op& op, PassContext& context) {
     case OpKind::BatchNorm: decomposeBatchNorm(op); return true;
     case OpKind::Gelu: decomposeGelu(op); return true;
     case OpKind::Silu: decomposeSilu(op); return true;
-    case OpKind::SoftmaxCrossEntropy:
-      context.remark(op,
-                     "stays whole: as primitives it would lose its run-time check that every label lies in [0, K)");
-      return false;
+    case OpKind::SoftmaxCrossEntropy: decomposeSoftmaxCrossEntropy(op); return true;
     default: return false;
   }
 }
 
-bool decomposeBlock(Block& block, PassContext& context) {
+bool decomposeBlock(Block& block) {
   bool changed = false;
   auto& ops = block.ops();
   for (auto it = ops.begin(); it != ops.end();) {
     Op* op = it->get();
     ++it;  // the replacement goes in front of op, and op is erased
-    for (size_t r = 0; r < op->numRegions(); ++r) changed |= decomposeBlock(*op->region(r), context);
-    changed |= decomposeOp(*op, context);
+    for (size_t r = 0; r < op->numRegions(); ++r) changed |= decomposeBlock(*op->region(r));
+    changed |= decomposeOp(*op);
   }
   return changed;
 }
@@ -196,7 +223,7 @@ bool decomposeBlock(Block& block, PassContext& context) {
 
 PassResult decompose(Module& module, PassContext& context) {
   bool changed = false;
-  for (const auto& f : module.functions()) changed |= decomposeBlock(f->body(), context);
+  for (const auto& f : module.functions()) changed |= decomposeBlock(f->body());
   return changed;
 }
 

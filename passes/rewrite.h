@@ -16,6 +16,8 @@ Value* insertOpBefore(Op& at, OpKind kind, const std::vector<Value*>& operands, 
                       std::string name = "");
 // A `constant` holding `value`, inserted just before `at`.
 Value* insertConstantBefore(Op& at, Tensor value, std::string name = "");
+// An `iota` of `type` counting along `axis`, inserted just before `at`.
+Value* insertIotaBefore(Op& at, const TensorType& type, int64_t axis, std::string name = "");
 // Points every use of op's only result at `replacement` and erases op.
 void replaceOp(Op& op, Value* replacement);
 

@@ -44,6 +44,8 @@ int64_t integerInputBound(const Value& param) {
       if (axis >= 0 && axis < x.rank()) tighten(x.shape[axis]);
     } else if (op.kind() == OpKind::SoftmaxCrossEntropy && use.index == 1) {
       tighten(op.operand(0)->type().shape[1]);
+    } else if (op.kind() == OpKind::CheckRange && op.intAttr("min") <= 0 && op.intAttr("max") > 0) {
+      tighten(op.intAttr("max"));  // values from 0 up pass
     }
   }
   return bound > 0 ? bound : 10;

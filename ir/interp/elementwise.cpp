@@ -247,6 +247,18 @@ static double intToFloat(int64_t v, DType from, DType to) {
   return from == DType::U64 ? static_cast<float>(static_cast<uint64_t>(v)) : static_cast<float>(v);
 }
 
+Expected<Tensor> checkRange(const Op& op, const Tensor& x) {
+  int64_t min = op.intAttr("min"), max = op.intAttr("max");
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    int64_t v = x.getInt(i);
+    bool hugeUnsigned = isUnsigned(x.dtype()) && v < 0;  // above INT64_MAX: past any max
+    if (hugeUnsigned || v < min || v >= max)
+      return Error(op.attr("what").getString() + " " + std::to_string(v) + " at index " + std::to_string(i) +
+                   " is outside [" + std::to_string(min) + ", " + std::to_string(max) + ")");
+  }
+  return x;
+}
+
 // float -> int truncates toward zero (NaN gives 0, out of range saturates); int -> int wraps;
 // bool -> num gives 0/1; num -> bool tests != 0 (NaN is true, as in NumPy); int -> f16/bf16/f32
 // converts through float, like the f32 compute of narrow floats.

@@ -108,6 +108,7 @@ Expected<Tensor> runKernel(const Op& op, const std::vector<const Tensor*>& in) {
     case OpKind::AvgPool2dBackward: return pool2dBackward(op, in);
     case OpKind::BatchNorm: return batchNorm(op, *in[0], *in[1], *in[2], *in[3], *in[4]);
     case OpKind::SoftmaxCrossEntropy: return softmaxCrossEntropy(op, *in[0], *in[1]);
+    case OpKind::CheckRange: return checkRange(op, *in[0]);
     // One replica: the sum and the mean over replicas are both the value itself.
     case OpKind::AllReduce: return *in[0];
     case OpKind::Map:
@@ -151,7 +152,11 @@ class Interpreter {
     std::vector<const Tensor*> inputs;
     for (Value* v : op.operands()) inputs.push_back(&frame.lookup(v));
     auto result = runKernel(op, inputs);
-    if (!result) return Error(prefixed(op, result.error().message()), op.loc());
+    if (!result) {
+      // check_range's message names its subject itself (`what`: "softmax_cross_entropy: label").
+      if (op.kind() == OpKind::CheckRange) return Error(result.error().message(), op.loc());
+      return Error(prefixed(op, result.error().message()), op.loc());
+    }
     if (op.kind() == OpKind::AllReduce && options_.allReduce) KILN_TRY(options_.allReduce(op, *result));
     return std::vector<Tensor>{std::move(*result)};
   }

@@ -27,6 +27,7 @@ Tensor unary(const Op& op, const Tensor& x);                               // ne
 Expected<Tensor> binary(const Op& op, const Tensor& a, const Tensor& b);   // arithmetic, compare, logic
 Tensor select(const Op& op, const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor cast(const Op& op, const Tensor& x);
+Expected<Tensor> checkRange(const Op& op, const Tensor& x);  // x, or an error naming the first bad element
 Tensor iota(const Op& op);
 
 // ---- reductions.cpp ----

@@ -188,7 +188,7 @@ Expected<Tensor> softmaxCrossEntropy(const Op& op, const Tensor& logits, const T
   for (int64_t r = 0; r < rows; ++r) {
     int64_t label = labels.getInt(r);
     if (label < 0 || label >= classes)
-      return Error("label " + std::to_string(label) + " at row " + std::to_string(r) + " is outside [0, " +
+      return Error("label " + std::to_string(label) + " at index " + std::to_string(r) + " is outside [0, " +
                    std::to_string(classes) + ")");
     double max = -INFINITY;
     for (int64_t k = 0; k < classes; ++k) max = floatMax(max, logits.getDouble(r * classes + k));

@@ -105,6 +105,7 @@ Cases selectCastIotaCases() {
   for (const auto& from : all)
     for (const auto& to : all) check("cast", {from + "[6]"}, "to = " + to);
   for (const auto& t : numTypes()) check("iota", {}, "axis = 1", t + "[3,4]");
+  for (const auto& t : kInts) check("check_range", {t + "[6]"}, "min = -2, max = 5");
   return check.cases;
 }
 

@@ -60,6 +60,9 @@ std::vector<OpCase> opCases() {
                                  to + "}\n  return %y\n}\n"});
   cases.push_back({"constant", "func @main() -> f32[4,8] {\n  %c = constant 1.5 : f32[4,8]\n  return %c\n}\n"});
   cases.push_back({"constant", "func @main() -> i32[2,2] {\n  %c = constant [[1, 2], [3, 4]] : i32[2,2]\n  return %c\n}\n"});
+  for (const char* t : {"i32", "i64", "u8", "u64"})
+    cases.push_back({"check_range", "func @main(%x: " + std::string(t) + "[4,8]) -> " + t +
+                                        "[4,8] {\n  %y = check_range %x {min = 0, max = 10}\n  return %y\n}\n"});
   cases.push_back({"iota", "func @main() -> f32[4,8] {\n  %i = iota {axis = 1} : f32[4,8]\n  return %i\n}\n"});
   cases.push_back({"iota", "func @main() -> i64[4,8] {\n  %i = iota {axis = 0} : i64[4,8]\n  return %i\n}\n"});
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {

@@ -172,9 +172,9 @@ TEST(InterpCrossEntropy, MeanOfNegativeLogSoftmaxAtLabels) {
 TEST(InterpCrossEntropy, LabelOutOfRangeIsAnError) {
   Tensor logits(TensorType{DType::F32, {4, 10}});
   EXPECT_EQ(run1Error(OpKind::SoftmaxCrossEntropy, {logits, ints(DType::I64, {4}, {0, 9, 0, 12})}),
-            "error: softmax_cross_entropy: label 12 at row 3 is outside [0, 10)");
+            "error: softmax_cross_entropy: label 12 at index 3 is outside [0, 10)");
   EXPECT_EQ(run1Error(OpKind::SoftmaxCrossEntropy, {logits, ints(DType::I32, {4}, {-1, 0, 0, 0})}),
-            "error: softmax_cross_entropy: label -1 at row 0 is outside [0, 10)");
+            "error: softmax_cross_entropy: label -1 at index 0 is outside [0, 10)");
 }
 
 }  // namespace

@@ -28,11 +28,18 @@ std::string withDType(std::string text, const std::string& dtype) {
   return text;
 }
 
-// Random inputs in [-3, 3]; a parameter called %var (batch_norm's variance) gets [0.1, 2].
+// Random inputs in [-3, 3]; a parameter called %var (batch_norm's variance) gets [0.1, 2], one
+// called %labels (softmax_cross_entropy's) integers in [0, 5).
 std::vector<Tensor> randomInputs(const Function& f, std::mt19937& rng) {
   std::vector<Tensor> inputs;
   for (Value* p : f.params()) {
     Tensor t(p->type());
+    if (p->name() == "labels") {
+      std::uniform_int_distribution<int64_t> label(0, 4);
+      for (int64_t i = 0; i < t.numElements(); ++i) t.setInt(i, label(rng));
+      inputs.push_back(std::move(t));
+      continue;
+    }
     std::uniform_real_distribution<double> dist = p->name() == "var" ? std::uniform_real_distribution<double>(0.1, 2.0)
                                                                      : std::uniform_real_distribution<double>(-3.0, 3.0);
     for (int64_t i = 0; i < t.numElements(); ++i) t.setDouble(i, dist(rng));
@@ -55,7 +62,7 @@ Tolerance toleranceFor(DType t) {
 
 bool isComposite(OpKind k) {
   return k == OpKind::Softmax || k == OpKind::LogSoftmax || k == OpKind::LayerNorm || k == OpKind::BatchNorm ||
-         k == OpKind::Gelu || k == OpKind::Silu;
+         k == OpKind::Gelu || k == OpKind::Silu || k == OpKind::SoftmaxCrossEntropy;
 }
 
 struct Case {
@@ -81,6 +88,8 @@ const Case kCases[] = {
     {"gelu_erf", "func @main(%x: T[64]) -> T[64] {\n  %y = gelu %x\n  return %y\n}\n"},
     {"gelu_tanh", "func @main(%x: T[64]) -> T[64] {\n  %y = gelu %x {approximate = \"tanh\"}\n  return %y\n}\n"},
     {"silu", "func @main(%x: T[64]) -> T[64] {\n  %y = silu %x\n  return %y\n}\n"},
+    {"softmax_cross_entropy",
+     "func @main(%x: T[6,7], %labels: i32[6]) -> T[] {\n  %y = softmax_cross_entropy %x, %labels\n  return %y\n}\n"},
     {"in_map_body",
      "func @main(%xs: T[4,6]) -> T[4,6] {\n  %ys = map %xs (%x: T[6]) {\n    %y = softmax %x\n"
      "    %z = gelu %y\n    yield %z\n  }\n  return %ys\n}\n"},
@@ -168,22 +177,24 @@ TEST(Decompose, EmptyResultStaysAndStillRuns) {
   EXPECT_TRUE(interpret(*m->entry(), {Tensor(TensorType{DType::F32, {3, 0}})}).ok());
 }
 
-TEST(Decompose, CrossEntropyStaysWithARemark) {
-  auto m = parse("func @main(%l: f32[2,3], %t: i64[2]) -> f32[] {\n"
-                 "  %e = softmax_cross_entropy %l, %t\n"
-                 "  return %e\n}\n");
-  ASSERT_TRUE(m);
-  std::string before = printModule(*m);
-  std::vector<Remark> remarks;
-  PassRunOptions options;
-  options.remarks = &remarks;
-  ASSERT_TRUE(runPasses(*m, {"decompose"}, options).ok());
-  EXPECT_EQ(printModule(*m), before);
-  ASSERT_EQ(remarks.size(), 1u);
-  EXPECT_EQ(remarks[0].pass, "decompose");
-  EXPECT_EQ(remarks[0].op, "softmax_cross_entropy");
-  EXPECT_EQ(remarks[0].loc.line, 2);
-  EXPECT_NE(remarks[0].message.find("[0, K)"), std::string::npos);
+TEST(Decompose, CrossEntropyKeepsItsLabelCheckAndMessage) {
+  const std::string text =
+      "func @main(%l: f32[3,4], %t: i64[3]) -> f32[] {\n  %e = softmax_cross_entropy %l, %t\n  return %e\n}\n";
+  auto original = parse(text);
+  ASSERT_TRUE(original);
+  std::unique_ptr<Module> decomposed = cloneFunction(*original->entry());
+  ASSERT_TRUE(runPasses(*decomposed, {"decompose"}).ok());
+  Tensor logits(TensorType{DType::F32, {3, 4}}), labels(TensorType{DType::I64, {3}});
+  for (int64_t bad : {int64_t{4}, int64_t{-1}}) {
+    labels.setInt(1, bad);
+    auto want = interpret(*original->entry(), {logits, labels});
+    auto got = interpret(*decomposed->entry(), {logits, labels});
+    ASSERT_FALSE(want.ok());
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.error().str(), want.error().str());
+    EXPECT_EQ(got.error().str(), "test.kiln:2:8: error: softmax_cross_entropy: label " + std::to_string(bad) +
+                                     " at index 1 is outside [0, 4)");
+  }
 }
 
 }  // namespace
