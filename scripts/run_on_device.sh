@@ -23,7 +23,8 @@
 #   bench      `kiln bench FILE --backend cuda --json` on every example and large case
 #   train      the training-step cases (bench/peers/train_cases.py): kiln's step (kiln train
 #              --print-step) checked with `kiln run` and timed with `kiln bench`, by train_kiln.py;
-#              then the same steps through jax.jit and torch.compile (harness.py --group train)
+#              then the same steps through jax.jit and torch.compile (harness.py --group train;
+#              KILN_TRAIN_PEERS=jax or torch for one of them)
 #   peers      bench/peers/harness.py: the other cases through jax.jit and torch.compile
 #   compare    bench/compare.py: one Markdown table of both
 # --dry-run stops after `env` and prints the commands of the other steps. `--steps env,train,compare`
@@ -350,7 +351,7 @@ step_train() {
     --out "$OUT/kiln_bench.jsonl" 2>&1 | cut -c1-400 || rc=1
   per=$(( (STEP_LIMIT - (SECONDS - STEP_START) - 30) / 2 ))
   [ $per -lt 20 ] && per=20
-  PYTHONUNBUFFERED=1 python3 "$PEERS_DIR/harness.py" --framework all --group train --out "$OUT/peers.jsonl" \
+  PYTHONUNBUFFERED=1 python3 "$PEERS_DIR/harness.py" --framework "${KILN_TRAIN_PEERS:-all}" --group train --out "$OUT/peers.jsonl" \
     --budget-s "$per" 2>&1 | cut -c1-400 || rc=1
   return $rc
 }
