@@ -95,28 +95,42 @@ std::string readAll(int fd) {
   _exit(0);
 }
 
-// Whether `backend` runs here, asked in a child process. The tests run in children forked from
-// this process, and NVIDIA's driver refuses every call in a child forked after cuInit: so this
-// process must never start the driver itself.
-Status backendUsableInChild(Backend backend) {
+// A child process running `child(fd)` (which must _exit), with `fd` the write end of a pipe whose
+// read end is returned; the error says what failed.
+struct Child {
+  pid_t pid;
+  int fd;
+};
+Expected<Child> startChild(const std::function<void(int fd)>& child) {
   int fds[2];
   if (pipe(fds) != 0) return Error("cannot create a pipe");
-  std::fflush(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    auto resolved = resolveBackend(backend);
-    if (!resolved) writeAll(fds[1], resolved.error().message());
-    _exit(resolved ? 0 : 1);
+    child(fds[1]);
   }
   close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
     return Error("cannot start a process");
   }
-  std::string why = readAll(fds[0]);
+  return Child{pid, fds[0]};
+}
+
+// Whether `backend` runs here, asked in a child process. The tests run in children forked from
+// this process, and NVIDIA's driver refuses every call in a child forked after cuInit: so this
+// process must never start the driver itself.
+Status backendUsableInChild(Backend backend) {
+  std::fflush(nullptr);
+  auto child = startChild([&](int fd) {
+    auto resolved = resolveBackend(backend);
+    if (!resolved) writeAll(fd, resolved.error().message());
+    _exit(resolved ? 0 : 1);
+  });
+  if (!child) return child.error();
+  std::string why = readAll(child->fd);
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(child->pid, &status, 0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   return Error(why.empty() ? "--backend: the process checking the backend failed" : why);
 }
@@ -144,24 +158,9 @@ std::vector<OnnxTestOutcome> runAll(const std::vector<fs::path>& tests, Backend 
   std::fflush(nullptr);  // children must not flush the parent's buffered output again
   while (reported < tests.size()) {
     while (running.size() < jobs && next < tests.size()) {
-      int fds[2];
-      if (pipe(fds) != 0) {
-        outcomes[next] = OnnxTestOutcome{OnnxTestOutcome::Fail, "cannot create a pipe"};
-        ++next;
-        continue;
-      }
-      pid_t pid = fork();
-      if (pid == 0) {
-        close(fds[0]);
-        runChild(tests[next], backend, timeout, fds[1]);
-      }
-      close(fds[1]);
-      if (pid < 0) {
-        close(fds[0]);
-        outcomes[next] = OnnxTestOutcome{OnnxTestOutcome::Fail, "cannot start a process"};
-      } else {
-        running.push_back({pid, fds[0], next, ""});
-      }
+      auto child = startChild([&](int fd) { runChild(tests[next], backend, timeout, fd); });
+      if (child) running.push_back({child->pid, child->fd, next, ""});
+      else outcomes[next] = OnnxTestOutcome{OnnxTestOutcome::Fail, child.error().message()};
       ++next;
     }
     if (!running.empty()) {
