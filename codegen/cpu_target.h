@@ -32,7 +32,7 @@ class CpuTarget : public TargetHooks {
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
                              int64_t numItems, int lanes,
                              const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) override;
-  int elementsPerItem() const override { return 1; }
+  int elementsPerItem(size_t /*widestElementBytes*/) const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
   bool reassociatesSums() const override { return true; }
   // No shared memory or block on the CPU: never called (internal errors).

@@ -117,7 +117,7 @@ Expected<CudaCompilation> compileForCuda(const Function& original, const Compile
   compiler->configure(module);
   {
     StageTimer timer(options.profile, "llvm emit");
-    NvptxTarget target(options.fastMath);
+    NvptxTarget target(options.fastMath, compiler->arch().version);
     c.errors = emitKernels(module, target, *c.plan);
     c.symbols = deduplicateKernels(module, c.plan->allGroups());
     if (layout == PtxLayout::Whole) c.unoptimizedIR = printModule(module);

@@ -86,6 +86,7 @@ llvm::Value* ElementEmitter::toStorage(llvm::Value* v, DType t) {
     case DType::Bool: return b.CreateZExt(v, b.getInt8Ty());
     case DType::F16: return b.CreateFPTrunc(v, b.getHalfTy());
     case DType::BF16: {
+      if (llvm::Value* bits = target_.roundToBFloat16(b, v)) return bits;
       // Round to nearest even on the bits, NaN made quiet: floatToBFloat16 in ir/types.cpp.
       llvm::Value* x = b.CreateBitCast(v, b.getInt32Ty());
       llvm::Value* high = b.CreateLShr(x, 16);
@@ -103,17 +104,27 @@ llvm::Value* ElementEmitter::fromStorage(llvm::Value* v, DType t) {
   switch (t) {
     case DType::Bool: return b.CreateICmpNE(v, b.getInt8(0));
     case DType::F16: return b.CreateFPExt(v, b.getFloatTy());
-    case DType::BF16: return b.CreateBitCast(b.CreateShl(b.CreateZExt(v, b.getInt32Ty()), 16), b.getFloatTy());
+    case DType::BF16:
+      if (llvm::Value* widened = target_.widenBFloat16(b, v)) return widened;
+      return widenBFloat16Bits(v);
     default: return v;
   }
 }
 
+llvm::Value* ElementEmitter::widenBFloat16Bits(llvm::Value* bits) {
+  return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), 16), b.getFloatTy());
+}
+
 llvm::Value* ElementEmitter::floatMax(llvm::Value* a, llvm::Value* c) {
+  if (a->getType()->isFloatTy() && target_.hasNaNPropagatingMinMax())
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, c);
   llvm::Value* larger = b.CreateSelect(b.CreateFCmpOLT(a, c), c, a);  // a < c ? c : a
   return b.CreateSelect(b.CreateFCmpUNO(a, c), llvm::ConstantFP::getQNaN(a->getType()), larger);
 }
 
 llvm::Value* ElementEmitter::floatMin(llvm::Value* a, llvm::Value* c) {
+  if (a->getType()->isFloatTy() && target_.hasNaNPropagatingMinMax())
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, c);
   llvm::Value* smaller = b.CreateSelect(b.CreateFCmpOLT(c, a), c, a);  // c < a ? c : a
   return b.CreateSelect(b.CreateFCmpUNO(a, c), llvm::ConstantFP::getQNaN(a->getType()), smaller);
 }
@@ -273,7 +284,11 @@ llvm::Value* ElementEmitter::load(int input, const Index& index) {
   bool current = currentLinear_ && v->type().shape == currentShape_ && index == currentIndex_;
   llvm::Value* linear = current ? currentLinear_ : linearize(index, v->type().shape);
   llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[static_cast<size_t>(input)], linear);
-  return fromStorage(b.CreateLoad(storage, ptr), t);
+  llvm::Value* loaded = b.CreateLoad(storage, ptr);
+  // A bf16 load widened by integer code stays an i16 load: widened by the target's conversion,
+  // InstCombine would make it a bfloat load, and NVPTX splits the vectors of those that the
+  // load-store vectoriser makes of neighbouring elements into 32-bit loads.
+  return t == DType::BF16 ? widenBFloat16Bits(loaded) : fromStorage(loaded, t);
 }
 
 llvm::Value* ElementEmitter::emit(const Value* v, const Index& index) {
@@ -640,11 +655,15 @@ Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {
 }
 
 int64_t ElementEmitter::rowElementsPerStep() const {
-  // Several lanes per row (the GPU): each lane takes 4 neighbouring elements per step, which the
-  // backend merges into one 128-bit load, when the row is a whole number of them and long enough
-  // to give every lane some (a row of 64 on a warp's 32 lanes keeps one element each).
+  // Several lanes per row (the GPU): each lane takes neighbouring elements per step (as many as
+  // fill 128 bits, else 4), which the backend merges into one vector load, when the row is a whole
+  // number of them and long enough to give every lane some (a row of 64 on a warp's 32 lanes
+  // keeps one element each).
   int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_);
-  return lanes > 1 && n % 4 == 0 && n >= 4 * lanes ? 4 : 1;
+  if (lanes == 1) return 1;
+  for (int64_t width : {vectorWidth(group_, target_), int64_t{4}})
+    if (n % width == 0 && n >= width * lanes) return width;
+  return 1;
 }
 
 void ElementEmitter::forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body) {

@@ -6,7 +6,8 @@
 //  - An index is one i64 per dimension of the value's shape, outermost first.
 //  - Values live in registers in their compute type: bool as i1, ints in their width, f16, bf16
 //    and f32 as float, f64 as double. In memory bool is i8 (0/1), f16 is half and bf16 is i16
-//    (rounded by integer code here, so no target needs a bf16 conversion routine).
+//    (rounded by the target's instruction where it has one, cvt.rn.bf16.f32 on sm_80 and later,
+//    else by integer code here, so no target needs a bf16 conversion routine).
 //  - Each op's result is rounded to its dtype before another op of the group reads it, so a
 //    group computes what the interpreter computes op by op.
 #pragma once
@@ -102,6 +103,8 @@ class ElementEmitter {
   // Storage <-> compute conversions.
   llvm::Value* toStorage(llvm::Value* v, DType t);
   llvm::Value* fromStorage(llvm::Value* v, DType t);
+  // bf16 bits (i16) to f32 by integer code: a zero-extension and a shift.
+  llvm::Value* widenBFloat16Bits(llvm::Value* bits);
 
   // Row-major linear index of `index` in `shape`, and back (udiv/urem by constants).
   llvm::Value* linearize(const Index& index, const Shape& shape);

@@ -1,6 +1,7 @@
 // Element emitters for reductions: reduce_*, argmax/argmin, softmax, log_softmax, layer_norm and
 // softmax_cross_entropy. Each output element loops over the elements it combines, in the order
-// ir/interp/reductions.cpp visits them, accumulating floats in double and ints in wrapping i64.
+// ir/interp/reductions.cpp visits them, accumulating floats in double (max and min, which round
+// nothing, in their own type) and ints in wrapping i64.
 #include <llvm/IR/Constants.h>
 
 #include <cmath>
@@ -95,19 +96,18 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
               return b.CreateTrunc(r, e.computeType(t));
             }};
   }
-  if ((kind == OpKind::ReduceMax || kind == OpKind::ReduceMin) && t != DType::F64 && e.target().reassociatesSums())
-    return vectorisableMaxMin(e, kind == OpKind::ReduceMax, t);
-  double identity = kind == OpKind::ReduceProd  ? 1.0
-                    : kind == OpKind::ReduceMax ? -INFINITY
-                    : kind == OpKind::ReduceMin ? INFINITY
-                                                : 0.0;
+  const bool isMaxMin = kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
+  if (isMaxMin && t != DType::F64 && e.target().reassociatesSums()) return vectorisableMaxMin(e, kind == OpKind::ReduceMax, t);
+  if (isMaxMin) {
+    // Exact in the elements' own compute type (f32 for f16/bf16/f32): a max or min rounds nothing,
+    // so doubles would only cost a conversion per element and 64-bit shuffles.
+    bool isMax = kind == OpKind::ReduceMax;
+    auto combine = [&e, isMax](llvm::Value* a, llvm::Value* v) { return isMax ? e.floatMax(a, v) : e.floatMin(a, v); };
+    return {e.constant(t, isMax ? -INFINITY : INFINITY), combine, combine, [](llvm::Value* a) { return a; }};
+  }
+  double identity = kind == OpKind::ReduceProd ? 1.0 : 0.0;
   auto combine = [&e, kind](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
-    switch (kind) {
-      case OpKind::ReduceMax: return e.floatMax(a, v);
-      case OpKind::ReduceMin: return e.floatMin(a, v);
-      case OpKind::ReduceProd: return e.b.CreateFMul(a, v);
-      default: return e.accumulate(a, v);
-    }
+    return kind == OpKind::ReduceProd ? e.b.CreateFMul(a, v) : e.accumulate(a, v);
   };
   return {e.f64(identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toDouble(x)); },
           combine, [&e, kind, count, t](llvm::Value* a) {

@@ -51,7 +51,7 @@ std::string supportedGpuArchs() {
 
 Expected<GpuArch> parseGpuArch(const std::string& name) {
   for (const ArchRow& row : kArchs)
-    if (name == row.sm) return GpuArch{row.sm, row.ptx};
+    if (name == row.sm) return GpuArch{row.sm, row.ptx, archNumber(name)};
   std::string supported = " (supported: " + supportedGpuArchs() + ")";
   int number = archNumber(name);
   if (number < 0) return Error("unknown GPU architecture '" + name + "': expected sm_XX" + supported);

@@ -10,6 +10,7 @@ namespace kiln::codegen {
 struct GpuArch {
   std::string sm;       // "sm_80": the PTX `.target`, and LLVM's CPU name
   int ptxVersion = 0;   // 70 for PTX ISA 7.0: LLVM feature "+ptx70", PTX `.version 7.0`
+  int version = 0;      // 80 for sm_80 and sm_80a: which instructions kernels may use
 };
 
 // Parses --gpu-arch. Accepted: the archs that both LLVM 19 can target and CUDA 13 can assemble,

@@ -11,10 +11,17 @@
 
 namespace kiln::codegen {
 
+int64_t vectorWidth(const KernelGroup& group, const TargetHooks& target) {
+  size_t widest = 1;
+  for (const auto* values : {&group.inputs, &group.outputs})
+    for (const Value* v : *values) widest = std::max(widest, dtypeSize(v->type().dtype));
+  return target.elementsPerItem(widest);
+}
+
 int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target) {
   for (const Op* op : group.ops)
     if (op->info().cls == OpClass::Reduction) return 1;
-  return target.elementsPerItem();
+  return vectorWidth(group, target);
 }
 
 namespace {

@@ -75,15 +75,35 @@ llvm::Value* NvptxTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayR
 llvm::Value* NvptxTarget::loadVector(llvm::IRBuilder<>& b, llvm::Type* type, llvm::Value* ptr, unsigned width,
                                      uint64_t align) {
   auto* vectorType = llvm::FixedVectorType::get(type, width);
-  bool floats = type->isFloatTy() || type->isDoubleTy();
-  bool ints = type->isIntegerTy(32) || type->isIntegerTy(64);
+  const unsigned bits = width * static_cast<unsigned>(type->getPrimitiveSizeInBits());
   // ld.global.nc carries at most 128 bits; wider vectors would need splitting, which the NVPTX
   // backend cannot do for this intrinsic.
-  bool fits = width * type->getPrimitiveSizeInBits() <= 128;
-  if ((!floats && !ints) || !fits) return TargetHooks::loadVector(b, type, ptr, width, align);
+  if (bits > 128) return TargetHooks::loadVector(b, type, ptr, width, align);
   llvm::Value* global = b.CreateAddrSpaceCast(ptr, llvm::PointerType::get(b.getContext(), 1));
+  // Elements narrower than 32 bits (bf16's i16, half, i8) travel as whole 32-bit words, one
+  // ld.global.nc.v2/v4.u32, and are split in registers: NVPTX would load a <4 x bfloat> as two
+  // scalar 32-bit loads, half of every sector a warp touches wasted.
+  if (type->getPrimitiveSizeInBits() < 32 && bits % 32 == 0 && bits >= 64) {
+    auto* words = llvm::FixedVectorType::get(b.getInt32Ty(), bits / 32);
+    llvm::Value* loaded = b.CreateIntrinsic(llvm::Intrinsic::nvvm_ldg_global_i, {words, global->getType()},
+                                            {global, b.getInt32(static_cast<uint32_t>(align))});
+    return b.CreateBitCast(loaded, vectorType);
+  }
+  bool floats = type->isFloatTy() || type->isDoubleTy();
+  bool ints = type->isIntegerTy(32) || type->isIntegerTy(64);
+  if (!floats && !ints) return TargetHooks::loadVector(b, type, ptr, width, align);
   auto id = floats ? llvm::Intrinsic::nvvm_ldg_global_f : llvm::Intrinsic::nvvm_ldg_global_i;
   return b.CreateIntrinsic(id, {vectorType, global->getType()}, {global, b.getInt32(static_cast<uint32_t>(align))});
+}
+
+llvm::Value* NvptxTarget::roundToBFloat16(llvm::IRBuilder<>& b, llvm::Value* v) {
+  if (smVersion_ < 80) return nullptr;
+  return b.CreateBitCast(b.CreateFPTrunc(v, b.getBFloatTy()), b.getInt16Ty());
+}
+
+llvm::Value* NvptxTarget::widenBFloat16(llvm::IRBuilder<>& b, llvm::Value* bits) {
+  if (smVersion_ < 90) return nullptr;
+  return b.CreateFPExt(b.CreateBitCast(bits, b.getBFloatTy()), b.getFloatTy());
 }
 
 llvm::Value* NvptxTarget::shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) {

@@ -21,8 +21,9 @@ namespace kiln::codegen {
 //   a warp (32 lanes), so their blocks must be a whole number of warps.
 class NvptxTarget : public TargetHooks {
  public:
-  // fastMath: must match the CompileOptions the module is compiled with (it picks sqrt.approx).
-  explicit NvptxTarget(bool fastMath = false) : fastMath_(fastMath) {}
+  // fastMath: must match the CompileOptions the module is compiled with (it picks sqrt.approx);
+  // smVersion: the GPU architecture's number (GpuArch::version), for instructions only some have.
+  explicit NvptxTarget(bool fastMath = false, int smVersion = 80) : fastMath_(fastMath), smVersion_(smVersion) {}
   std::string name() const override { return "nvptx"; }
   // libdevice's __nv_* (f32: __nv_expf, f64: __nv_exp, ...), linked in by the compiler; sqrt,
   // floor, ceil and fabs as LLVM intrinsics, which NVPTX lowers to single instructions (f32 sqrt
@@ -31,11 +32,18 @@ class NvptxTarget : public TargetHooks {
   llvm::Function* emitKernel(llvm::Module& module, const std::string& name, const std::vector<uint64_t>& bufferAlignments,
                              int64_t numItems, int lanes,
                              const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) override;
-  int elementsPerItem() const override { return 4; }
+  int elementsPerItem(size_t widestElementBytes) const override {
+    return widestElementBytes <= 2 ? 8 : 4;
+  }
   // llvm.nvvm.ldg.global for float and int vectors: one call that LLVM's InstCombine does not
   // split back into scalar loads (a plain vector load whose elements are only extracted, it does).
   llvm::Value* loadVector(llvm::IRBuilder<>& b, llvm::Type* type, llvm::Value* ptr, unsigned width,
                           uint64_t align) override;
+  // cvt.rn.bf16.f32 on sm_80 and later (one instruction for the integer code's nine).
+  llvm::Value* roundToBFloat16(llvm::IRBuilder<>& b, llvm::Value* v) override;
+  bool hasNaNPropagatingMinMax() const override { return smVersion_ >= 80; }
+  // cvt.f32.bf16 on sm_90 and later (one instruction for a zero-extension, a shift and a move).
+  llvm::Value* widenBFloat16(llvm::IRBuilder<>& b, llvm::Value* bits) override;
   // A warp per row (each lane takes every 32nd element, warp shuffles combine them) while the
   // rows' warps can fill the device; a block per row (kThreadsPerBlock lanes, shuffles, then the
   // warps' values through shared memory) when there are fewer rows than the warps an H100 holds
@@ -60,6 +68,7 @@ class NvptxTarget : public TargetHooks {
 
  private:
   bool fastMath_;
+  int smVersion_;
 };
 
 }  // namespace kiln::codegen

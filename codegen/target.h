@@ -56,9 +56,11 @@ class TargetHooks {
   virtual llvm::Function* emitKernel(llvm::Module& module, const std::string& name,
                                      const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,
                                      const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) = 0;
-  // How many consecutive elements a work item of a loop kernel computes: 4 on the GPU, so loads
-  // and stores can be 128 bits wide; 1 on the CPU, whose loop vectoriser widens the loop itself.
-  virtual int elementsPerItem() const = 0;
+  // How many consecutive elements a work item of a loop kernel computes, given the widest element
+  // (in bytes) it loads or stores: on the GPU as many as fill 128 bits, 4 to 8 (f32: 4, bf16: 8),
+  // so loads and stores are as wide as they go; 1 on the CPU, whose loop vectoriser widens the
+  // loop itself.
+  virtual int elementsPerItem(size_t widestElementBytes) const = 0;
   // A load of `width` consecutive elements of `type` at `ptr` (aligned to `align` bytes) as one
   // vector, which the target keeps whole (NVPTX: ld.global.nc.v4, even when the elements' uses
   // end up in different blocks).
@@ -66,6 +68,15 @@ class TargetHooks {
                                   uint64_t align) {
     return b.CreateAlignedLoad(llvm::FixedVectorType::get(type, width), ptr, llvm::Align(align));
   }
+  // The bits (i16) of the f32 `v` rounded to bf16, nearest even, by one instruction where the
+  // target has one; nullptr where it has none, and the element emitter rounds with integer code.
+  virtual llvm::Value* roundToBFloat16(llvm::IRBuilder<>& /*b*/, llvm::Value* /*v*/) { return nullptr; }
+  // The f32 whose bits are the bf16 `bits` (i16) followed by 16 zeros, by one instruction where
+  // the target has one; nullptr where the element emitter shifts the bits itself.
+  virtual llvm::Value* widenBFloat16(llvm::IRBuilder<>& /*b*/, llvm::Value* /*bits*/) { return nullptr; }
+  // Whether llvm.maximum/minimum on f32 (NaN wins, -0 below +0) is one instruction (NVPTX sm_80
+  // and later: max.NaN.f32); where it is not, float max and min are compares and selects.
+  virtual bool hasNaNPropagatingMinMax() const { return false; }
   // How many threads share one row of the row kernel `group`: 1 on the CPU; on the GPU a warp (32),
   // or a whole block for rows too few for their warps to fill the device (nvptx_target.h).
   virtual int rowLanes(const KernelGroup& group) const = 0;

@@ -37,7 +37,7 @@ class TestTarget : public TargetHooks {
     return b.CreateCall(callee, args);
   }
 
-  int elementsPerItem() const override { return 1; }
+  int elementsPerItem(size_t) const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>&, llvm::Type*, uint64_t, const std::string&) override {
     ADD_FAILURE() << "sharedArray on a target without shared memory";
