@@ -775,7 +775,14 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   for (const Op* op : group_.rowOps) {
     const Value* v = op->result();
     llvm::Value* value;
-    if (op->info().cls == OpClass::Reduction) {
+    if (op->kind() == OpKind::Argmax || op->kind() == OpKind::Argmin) {
+      auto better = [&](const Values& a, const Values& c) { return argBetter(*this, *op, a, c); };
+      Values best = reduceRow(
+          lane, argIdentity(*this, *op, n),
+          [&](llvm::Value* k, const Values& c) { return better(c, argCandidate(*this, *op, k, emit(op->operand(0), fullIndex(k)))); },
+          better);
+      value = best[0];
+    } else if (op->info().cls == OpClass::Reduction) {
       Accumulation acc = accumulationFor(*this, *op, n);
       Values total = reduceRow(
           lane, {acc.init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], emit(op->operand(0), fullIndex(k)))}; },

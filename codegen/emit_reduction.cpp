@@ -66,6 +66,45 @@ Accumulation vectorisableMaxMin(ElementEmitter& e, bool isMax, DType t) {
 
 }  // namespace
 
+Values argCandidate(ElementEmitter& e, const Op& op, llvm::Value* k, llvm::Value* x) {
+  DType t = op.operand(0)->type().dtype;
+  return {k, isInt(t) ? e.toI64(x, t) : x};
+}
+
+Values argIdentity(ElementEmitter& e, const Op& op, int64_t n) {
+  DType t = op.operand(0)->type().dtype;
+  bool isMax = op.kind() == OpKind::Argmax;
+  // The value every element ties or beats; index n loses every tie.
+  llvm::Value* worst = isFloat(t)       ? e.constant(t, isMax ? -INFINITY : INFINITY)
+                       : isUnsigned(t) ? e.i64(isMax ? 0 : -1)  // -1: all ones, the largest unsigned
+                                       : e.i64(isMax ? INT64_MIN : INT64_MAX);
+  return {e.i64(n), worst};
+}
+
+Values argBetter(ElementEmitter& e, const Op& op, const Values& a, const Values& c) {
+  auto& b = e.b;
+  DType t = op.operand(0)->type().dtype;
+  bool isMax = op.kind() == OpKind::Argmax;
+  llvm::Value *ka = a[0], *va = a[1], *kc = c[0], *vc = c[1];
+  llvm::Value* earlier = b.CreateICmpSLT(kc, ka);
+  llvm::Value* cWins;
+  if (isInt(t)) {
+    // Ints held as i64: zero-extended when unsigned, so the unsigned compares order them.
+    bool u = isUnsigned(t);
+    llvm::Value* beyond = isMax ? (u ? b.CreateICmpUGT(vc, va) : b.CreateICmpSGT(vc, va))
+                                : (u ? b.CreateICmpULT(vc, va) : b.CreateICmpSLT(vc, va));
+    cWins = b.CreateOr(beyond, b.CreateAnd(b.CreateICmpEQ(vc, va), earlier));
+  } else {
+    // NaN beats every number, and between two NaNs (or two equal numbers) the earlier index wins.
+    llvm::Value* aNaN = b.CreateFCmpUNO(va, va);
+    llvm::Value* cNaN = b.CreateFCmpUNO(vc, vc);
+    llvm::Value* beyond = isMax ? b.CreateFCmpOGT(vc, va) : b.CreateFCmpOLT(vc, va);
+    llvm::Value* numbers = b.CreateOr(beyond, b.CreateAnd(b.CreateFCmpOEQ(vc, va), earlier));
+    cWins = b.CreateSelect(aNaN, b.CreateAnd(cNaN, earlier), b.CreateOr(cNaN, numbers));
+  }
+  return {b.CreateSelect(cWins, kc, ka), b.CreateSelect(cWins, vc, va)};
+}
+
 Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
   DType t = op.result()->type().dtype;
   OpKind kind = op.kind();
@@ -146,28 +185,15 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
 
 // The first occurrence of the max (min) wins; NaN counts as the extreme, so the first NaN wins.
 llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
-  auto& b = e.b;
   const Value* x = op.operand(0);
   int rank = x->type().rank();
   int axis = *normalizeAxis(op.intAttr("axis"), rank);
   bool keepdims = op.attr("keepdims").getBool();
-  bool isMax = op.kind() == OpKind::Argmax;
   auto element = [&](llvm::Value* k) { return e.emit(x, reducedSource(index, {axis}, keepdims, {k}, rank)); };
   int64_t n = x->type().shape[static_cast<size_t>(axis)];
-  Values best = e.loop(n - 1, {e.i64(0), element(e.i64(0))}, [&](llvm::Value* iv, const Values& c) {
-    llvm::Value* k = b.CreateAdd(iv, e.i64(1));
-    llvm::Value* v = element(k);
-    llvm::Value* better;
-    if (isUnsigned(x->type().dtype)) {
-      better = isMax ? b.CreateICmpUGT(v, c[1]) : b.CreateICmpULT(v, c[1]);
-    } else if (v->getType()->isIntegerTy()) {
-      better = isMax ? b.CreateICmpSGT(v, c[1]) : b.CreateICmpSLT(v, c[1]);
-    } else {
-      // Once the best is NaN nothing beats it; a NaN beats any number.
-      llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), isMax ? b.CreateFCmpOGT(v, c[1]) : b.CreateFCmpOLT(v, c[1]));
-      better = b.CreateAnd(b.CreateFCmpORD(c[1], c[1]), beats);
-    }
-    return Values{b.CreateSelect(better, k, c[0]), b.CreateSelect(better, v, c[1])};
+  Values best = e.loop(n - 1, argCandidate(e, op, e.i64(0), element(e.i64(0))), [&](llvm::Value* iv, const Values& c) {
+    llvm::Value* k = e.b.CreateAdd(iv, e.i64(1));
+    return argBetter(e, op, c, argCandidate(e, op, k, element(k)));
   });
   return best[0];
 }

@@ -27,7 +27,9 @@ bool isRowReducible(OpKind kind) {
     case OpKind::ReduceMean:
     case OpKind::ReduceMax:
     case OpKind::ReduceMin:
-    case OpKind::ReduceProd: return true;
+    case OpKind::ReduceProd:
+    case OpKind::Argmax:
+    case OpKind::Argmin: return true;
     default: return false;
   }
 }
@@ -37,6 +39,12 @@ namespace {
 // The rows/inner split of a reduction over trailing axes, or nullopt.
 std::optional<RowShape> reductionRows(const Op& op) {
   const Shape& shape = op.operand(0)->type().shape;
+  if (op.kind() == OpKind::Argmax || op.kind() == OpKind::Argmin) {
+    // One axis: rows when it is the last.
+    auto axis = normalizeAxis(op.intAttr("axis"), static_cast<int>(shape.size()));
+    if (!axis || *axis != static_cast<int>(shape.size()) - 1) return std::nullopt;
+    return RowShape{Shape(shape.begin(), shape.end() - 1), Shape{shape.back()}};
+  }
   const Attr* axesAttr = op.findAttr("axes");
   auto axes = reductionAxes(axesAttr ? axesAttr->getIntList() : std::nullopt, static_cast<int>(shape.size()));
   if (!axes.ok() || axes->empty()) return std::nullopt;

@@ -34,8 +34,8 @@ std::optional<RowAnalysis> analyzeRows(const std::vector<const Op*>& ops);
 // Whether `shape` is the shape of one value per row: rows ++ [1]*|inner| or rows.
 bool isRowShape(const Shape& shape, const RowShape& row);
 
-// reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod: the reductions a row kernel
-// combines across a row (argmax needs an index alongside the value, so it is not one of them).
+// reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, and argmax/argmin over the last
+// axis: the reductions a row kernel combines across a row (argmax as (index, value) pairs).
 bool isRowReducible(OpKind kind);
 
 }  // namespace kiln::passes

@@ -94,6 +94,50 @@ TEST(GpuRowStrategy, BlockPerRowNormalisations) {
   expectSameAsInterpreter(*m->entry(), o);
 }
 
+// argmax/argmin over the last axis are row reductions of (index, value) pairs: lanes and warps
+// combine their candidates in any order, and the first occurrence must still win, for ties, for
+// NaN (above every number) and for rows shorter than the lanes (whose spare lanes hold index n).
+TEST(GpuRowStrategy, ArgmaxAndArgminAreRowReductions) {
+  auto plan = [](const std::string& params, const std::string& line) {
+    auto m = oneOp(params, line);
+    return m ? codegen::planFunction(*m->entry())->allGroups().at(0)->kind : codegen::KernelKind::Loop;
+  };
+  EXPECT_EQ(plan("%x: f32[8,100]", "argmax %x {axis = -1}"), codegen::KernelKind::Row);
+  EXPECT_EQ(plan("%x: f32[8,100]", "argmin %x {axis = 1, keepdims = true}"), codegen::KernelKind::Row);
+  EXPECT_EQ(plan("%x: f32[8,100]", "argmax %x {axis = 0}"), codegen::KernelKind::Loop);  // not the last axis
+
+  DiffOptions specials;
+  specials.specials = true;
+  DiffOptions ties;
+  ties.intBound = 3;  // a row of 0, 1 and 2 only: the max is tied many times over
+  // Rows of 1 (a loop kernel), shorter than a warp, a prime length, a warp's rows of 8 per lane,
+  // a block per row (few long rows) and its length plus one.
+  for (const char* shape : {"[5,1]", "[7,13]", "[3,997]", "[64,256]", "[2,4096]", "[2,4097]"})
+    for (const char* op : {"argmax", "argmin"}) {
+      std::string line = std::string(op) + " %x {axis = -1}";
+      expectMatches(std::string("%x: f32") + shape, line, specials);
+      expectMatches(std::string("%x: i32") + shape, line, ties);
+      expectMatches(std::string("%x: u8") + shape, line, ties);
+      expectMatches(std::string("%x: bf16") + shape, line, specials);
+    }
+  expectMatches("%x: f64[3,2,1500]", "argmax %x {axis = 2, keepdims = true}", specials);
+  // Two NaNs and ties between them and the numbers: the first NaN wins.
+  auto m = parseOrFail(R"(func @main(%x: f32[2,2000]) -> (i64[2], i64[2]) {
+  %n = constant nan : f32[]
+  %i = iota {axis = 1} : i32[2,2000]
+  %f = cast %i {to = f32}
+  %k = constant 1500 : f32[]
+  %late = ge %f, %k
+  %y = select %late, %n, %x
+  %a = argmax %y {axis = -1}
+  %b = argmin %y {axis = -1}
+  return %a, %b
+}
+)");
+  ASSERT_TRUE(m);
+  expectSameAsInterpreter(*m->entry());
+}
+
 // Reductions the GPU pipeline splits into stages (passes/split_reductions.h): a full reduction, few
 // long rows (a prime length: padded with the identity), column sums (split twice), batch-norm
 // statistics; floats with NaN and infinities, integers. The CPU backend runs them unsplit.
