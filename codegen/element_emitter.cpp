@@ -491,15 +491,33 @@ class SharedTile {
 
 }  // namespace
 
-void ElementEmitter::storeTileElement(const Index& index, const Shape& shape) {
-  llvm::Value* linear = linearize(index, shape);
-  setCurrent(index, linear, shape);
-  std::vector<llvm::Value*> values;  // every output before any store, as emitSegmentItem does
-  for (const Value* out : group_.outputs) values.push_back(emit(out, currentIndex_));
+void ElementEmitter::storeTileElement(const Index& index, const Shape& shape) { storeTileElements({index}, shape); }
+
+void ElementEmitter::storeTileElements(const std::vector<Index>& indices, const Shape& shape) {
+  // Every output at every element before any store, as emitSegmentItem does: a result written over
+  // a donated input must not be read back by another.
+  std::vector<llvm::Value*> linears;
+  std::vector<std::vector<llvm::Value*>> values(group_.outputs.size());
+  for (const Index& index : indices) {
+    linears.push_back(linears.empty() ? linearize(index, shape) : b.CreateAdd(linears[0], i64(static_cast<int64_t>(linears.size()))));
+    setCurrent(index, linears.back(), shape);
+    for (size_t j = 0; j < group_.outputs.size(); ++j) values[j].push_back(emit(group_.outputs[j], currentIndex_));
+  }
   size_t numInputs = group_.inputs.size();
+  const auto width = static_cast<unsigned>(indices.size());
   for (size_t j = 0; j < values.size(); ++j) {
     DType t = group_.outputs[j]->type().dtype;
-    b.CreateStore(toStorage(values[j], t), b.CreateInBoundsGEP(storageType(t), buffers_[numInputs + j], linear));
+    llvm::Type* storage = storageType(t);
+    llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[numInputs + j], linears[0]);
+    if (width == 1) {
+      b.CreateStore(toStorage(values[j][0], t), ptr);
+      continue;
+    }
+    // Neighbours along the output's innermost axis: one vector store.
+    llvm::Value* vector = llvm::PoisonValue::get(llvm::FixedVectorType::get(storage, width));
+    for (unsigned q = 0; q < width; ++q) vector = b.CreateInsertElement(vector, toStorage(values[j][q], t), q);
+    uint64_t bytes = std::min<uint64_t>(width * storage->getPrimitiveSizeInBits() / 8, bufferAlignment(group_.outputs[j]));
+    b.CreateAlignedStore(vector, ptr, llvm::Align(std::min<uint64_t>(bytes, 16)));
   }
   preloaded_.clear();
   currentLinear_ = nullptr;
@@ -513,8 +531,16 @@ void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, 
   grid[a] = (shape[a] + kTile - 1) / kTile;
   grid[last] = (shape[last] + kTile - 1) / kTile;
   const Index where = delinearize(item, grid);
-  llvm::Value* tx = b.CreateURem(lane, i64(kTile));
-  llvm::Value* ty = b.CreateUDiv(lane, i64(kTile));
+  DType t = tile.input->type().dtype;
+  llvm::Type* storage = storageType(t);
+  // Each thread moves `width` neighbours at once, read as one vector along a (the input's
+  // innermost axis) and written as one along the output's: 4 where both axes are a whole number
+  // of vectors (so a vector is wholly inside or outside the tensor, and aligned), else 1.
+  const uint64_t vectorBytes = std::min<uint64_t>(16, 4 * storage->getPrimitiveSizeInBits() / 8);
+  const int64_t width = shape[a] % 4 == 0 && shape[last] % 4 == 0 && bufferAlignment(tile.input) >= vectorBytes ? 4 : 1;
+  const int64_t threadsPerRow = kTile / width, rowsPerPass = kTile * kTileRows / threadsPerRow;
+  llvm::Value* column = b.CreateMul(b.CreateURem(lane, i64(threadsPerRow)), i64(width));
+  llvm::Value* rowInPass = b.CreateUDiv(lane, i64(threadsPerRow));
   llvm::Value* firstA = b.CreateMul(where[a], i64(kTile));
   llvm::Value* firstLast = b.CreateMul(where[last], i64(kTile));
   auto outputIndex = [&](llvm::Value* alongA, llvm::Value* alongLast) {
@@ -534,31 +560,39 @@ void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, 
   auto inside = [&](llvm::Value* alongA, llvm::Value* alongLast) {
     return b.CreateAnd(b.CreateICmpULT(alongA, i64(shape[a])), b.CreateICmpULT(alongLast, i64(shape[last])));
   };
-  DType t = tile.input->type().dtype;
-  llvm::Type* storage = storageType(t);
   // tile[l][k]: the element at (firstA + k, firstLast + l).
   SharedTile smem(b, target_, storage, "tile");
   llvm::Value* input = buffers_[static_cast<size_t>(inputIndex_.at(tile.input))];
   const Shape& inputShape = tile.input->type().shape;
-  // Reads: a warp covers 32 consecutive elements along a, the input's innermost axis.
-  for (int64_t r = 0; r < kTile; r += kTileRows) {
-    llvm::Value* l = b.CreateAdd(ty, i64(r));
-    llvm::Value* alongA = b.CreateAdd(firstA, tx), *alongLast = b.CreateAdd(firstLast, l);
+  // Reads: a warp covers consecutive elements along a, the input's innermost axis.
+  for (int64_t r = 0; r < kTile; r += rowsPerPass) {
+    llvm::Value* l = b.CreateAdd(rowInPass, i64(r));
+    llvm::Value* alongA = b.CreateAdd(firstA, column), *alongLast = b.CreateAdd(firstLast, l);
     ifThen(inside(alongA, alongLast), [&] {
       llvm::Value* ptr = b.CreateInBoundsGEP(storage, input, linearize(sourceIndex(outputIndex(alongA, alongLast)), inputShape));
-      smem.store(l, tx, b.CreateLoad(storage, ptr));
+      if (width == 1) {
+        smem.store(l, column, b.CreateLoad(storage, ptr));
+        return Values{};
+      }
+      llvm::Value* vector = target_.loadVector(b, storage, ptr, static_cast<unsigned>(width), vectorBytes);
+      for (int64_t q = 0; q < width; ++q)
+        smem.store(l, b.CreateAdd(column, i64(q)), b.CreateExtractElement(vector, static_cast<uint64_t>(q)));
       return Values{};
     }, {});
   }
   target_.syncBlock(b);
-  // Writes: a warp covers 32 consecutive elements along the output's innermost axis.
-  for (int64_t r = 0; r < kTile; r += kTileRows) {
-    llvm::Value* k = b.CreateAdd(ty, i64(r));
-    llvm::Value* alongA = b.CreateAdd(firstA, k), *alongLast = b.CreateAdd(firstLast, tx);
+  // Writes: a warp covers consecutive elements along the output's innermost axis.
+  for (int64_t r = 0; r < kTile; r += rowsPerPass) {
+    llvm::Value* k = b.CreateAdd(rowInPass, i64(r));
+    llvm::Value* alongA = b.CreateAdd(firstA, k), *alongLast = b.CreateAdd(firstLast, column);
     ifThen(inside(alongA, alongLast), [&] {
-      Index o = outputIndex(alongA, alongLast);
-      preloaded_.push_back({{tile.input, sourceIndex(o)}, fromStorage(smem.load(tx, k), t)});
-      storeTileElement(o, shape);
+      std::vector<Index> indices;
+      for (int64_t q = 0; q < width; ++q) {
+        llvm::Value* l = q ? b.CreateAdd(column, i64(q)) : column;
+        indices.push_back(outputIndex(alongA, q ? b.CreateAdd(alongLast, i64(q)) : alongLast));
+        preloaded_.push_back({{tile.input, sourceIndex(indices.back())}, fromStorage(smem.load(l, k), t)});
+      }
+      storeTileElements(indices, shape);
       return Values{};
     }, {});
   }

@@ -165,6 +165,9 @@ class ElementEmitter {
   // Computes and stores every output of the group at `index` (of `shape`), with preloaded_ holding
   // what the tile supplies; clears preloaded_.
   void storeTileElement(const Index& index, const Shape& shape);
+  // The same at neighbouring elements along the output's innermost axis (indices[q]: its q-th),
+  // each output stored as one vector; preloaded_ holds what the tile supplies for all of them.
+  void storeTileElements(const std::vector<Index>& indices, const Shape& shape);
   // Elements of a row one lane takes per step of reduceRow and forEachInRow: 4 neighbours on
   // the GPU where the row is a whole number of them and has 4 for every lane (a 128-bit load),
   // else 1.

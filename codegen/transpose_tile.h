@@ -2,7 +2,8 @@
 // fastest-varying axis (transposes, NCHW <-> NHWC, permutes fused with elementwise ops). On the GPU
 // such a kernel goes through a shared-memory tile: a block reads a 32 x 32 tile of the input with
 // consecutive threads on consecutive input addresses, then writes the output with consecutive
-// threads on consecutive output addresses, each half coalesced (element_emitter.h, emitTileItem).
+// threads on consecutive output addresses, each half coalesced (element_emitter.h, emitTileItem);
+// 4 neighbours per thread, as 128-bit vectors, where both tiled axes are a multiple of 4.
 #pragma once
 
 #include <optional>

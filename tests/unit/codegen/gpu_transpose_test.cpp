@@ -74,11 +74,32 @@ TEST(GpuTransposeTile, FusedElementwiseAndBroadcastOperands) {
 TEST(GpuTransposeTile, EveryElementWidth) {
   DiffOptions ints;
   ints.intBound = 1000;
-  expectMatches("func @f(%x: f64[40,50]) -> f64[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
-  expectMatches("func @f(%x: f16[40,50]) -> f16[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
-  expectMatches("func @f(%x: i64[40,50]) -> i64[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n", ints);
-  expectMatches("func @f(%x: u8[40,50]) -> u8[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n", ints);
-  expectMatches("func @f(%x: bool[40,50]) -> bool[50,40] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n");
+  // [40,50]: 50 is no multiple of 4, so one element per thread; [44,52]: both axes are, so four
+  // neighbours per thread, read and written as vectors, in partial tiles on both axes.
+  for (const char* shape : {"[40,50]", "[44,52]"}) {
+    std::string in = shape, out = shape == std::string("[40,50]") ? "[50,40]" : "[52,44]";
+    for (const char* t : {"f32", "f64", "f16", "bf16", "i64", "u8", "bool"}) {
+      std::string text = std::string("func @f(%x: ") + t + in + ") -> " + t + out +
+                         " {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n";
+      expectMatches(text, std::string(t) == "i64" || std::string(t) == "u8" ? ints : DiffOptions{});
+    }
+  }
+}
+
+// Four neighbours per thread with fused work: two outputs, a broadcast operand read at every
+// element of the vector, NaN and infinities, and a 4-D permute whose tiles overhang.
+TEST(GpuTransposeTile, VectorsOfFourWithFusedWork) {
+  DiffOptions specials;
+  specials.specials = true;
+  expectMatches(R"(func @f(%x: f32[52,60], %y: f32[60,52], %b: f32[52]) -> (f32[60,52], f32[60,52]) {
+  %t = transpose %x {perm = [1, 0]}
+  %s = mul %t, %b
+  %d = sub %t, %y
+  return %s, %d
+}
+)", specials);
+  expectMatches("func @f(%x: bf16[3,12,20,36]) -> bf16[3,20,36,12] {\n  %t = transpose %x {perm = [0, 2, 3, 1]}\n"
+                "  %r = relu %t\n  return %r\n}\n", specials);
 }
 
 }  // namespace
