@@ -700,10 +700,18 @@ int64_t ElementEmitter::rowElementsPerStep() const {
   return 1;
 }
 
+Values ElementEmitter::rowSteps(Values init, const LoopBody& body) {
+  int64_t n = group_.rowLength(), span = target_.rowLanes(group_) * rowElementsPerStep();
+  int64_t steps = (n + span - 1) / span;
+  if (n % span != 0 || steps > kUnrolledRowSteps) return loop(steps, std::move(init), body);
+  for (int64_t s = 0; s < steps; ++s) init = body(i64(s), init);
+  return init;
+}
+
 void ElementEmitter::forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body) {
   int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_), width = rowElementsPerStep();
   int64_t span = lanes * width;
-  loop((n + span - 1) / span, {}, [&](llvm::Value* iv, const Values&) {
+  rowSteps({}, [&](llvm::Value* iv, const Values&) {
     llvm::Value* first = lanes == 1 ? iv : b.CreateMul(b.CreateAdd(lane, b.CreateMul(iv, i64(lanes))), i64(width));
     auto all = [&] {
       for (int64_t j = 0; j < width; ++j) body(j ? b.CreateAdd(first, i64(j)) : first);
@@ -775,7 +783,7 @@ Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
                                  const std::function<Values(const Values&, const Values&)>& combine) {
   int64_t n = group_.rowLength(), lanes = target_.rowLanes(group_), width = rowElementsPerStep();
   int64_t span = lanes * width;
-  Values acc = loop((n + span - 1) / span, init, [&](llvm::Value* iv, const Values& c) {
+  Values acc = rowSteps(init, [&](llvm::Value* iv, const Values& c) {
     llvm::Value* first = lanes == 1 ? iv : b.CreateMul(b.CreateAdd(lane, b.CreateMul(iv, i64(lanes))), i64(width));
     auto all = [&] {
       Values sum = c;

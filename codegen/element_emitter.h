@@ -172,6 +172,13 @@ class ElementEmitter {
   // the GPU where the row is a whole number of them and has 4 for every lane (a 128-bit load),
   // else 1.
   int64_t rowElementsPerStep() const;
+  // The steps of one pass over a row (each lane's share, rowElementsPerStep() at a time): a loop,
+  // or, where the steps are few (kUnrolledRowSteps) and the row a whole number of them, straight-
+  // line code. Unrolled, every pass computes the same addresses, so LLVM loads each element once
+  // and keeps it in registers for the later passes (a softmax's max, sum and output; a layer
+  // norm's mean, variance and output) instead of reading the row from memory again.
+  Values rowSteps(Values init, const LoopBody& body);
+  static constexpr int64_t kUnrolledRowSteps = 8;
   // Accumulates f(k) over k in [0, n) of a row: lane-strided, then combined across lanes.
   // For rows shared by more lanes than a warp: `values`, already combined across each warp's
   // lanes by shuffles, combined across the row's warps in warp order (the same bits on every run)

@@ -10,10 +10,34 @@ namespace kiln::codegen {
 
 namespace {
 
+// Row-major order keeps the elements of a run of output dims and of the run of source dims with
+// the same element count together, so a reshape maps run to run: each source run's index comes from
+// its output run alone. A run that only merges dims (out [16,4096] <- x [65536]) needs no division
+// at all, and neighbouring output elements stay visibly neighbouring source elements, which lets
+// LLVM merge their loads into vectors; a whole-tensor linearize-delinearize would hide that behind
+// divisions by the other dims' extents.
 llvm::Value* reshape(ElementEmitter& e, const Op& op, const Index& index) {
   const Value* x = op.operand(0);
-  llvm::Value* linear = e.linearize(index, op.result()->type().shape);
-  return e.emit(x, e.delinearize(linear, x->type().shape));
+  const Shape &out = op.result()->type().shape, &in = x->type().shape;
+  if (numElements(out) == 0) return e.emit(x, e.delinearize(e.linearize(index, out), in));
+  Index source;
+  size_t i = 0, j = 0;
+  while (i < out.size() || j < in.size()) {
+    const size_t firstOut = i, firstIn = j;
+    int64_t outCount = 1, inCount = 1;
+    if (i < out.size()) outCount *= out[i++];
+    else inCount *= in[j++];
+    while (outCount != inCount) {
+      if (outCount < inCount) outCount *= out[i++];
+      else inCount *= in[j++];
+    }
+    const Shape outRun(out.begin() + static_cast<ptrdiff_t>(firstOut), out.begin() + static_cast<ptrdiff_t>(i));
+    const Shape inRun(in.begin() + static_cast<ptrdiff_t>(firstIn), in.begin() + static_cast<ptrdiff_t>(j));
+    const Index outIndex(index.begin() + static_cast<ptrdiff_t>(firstOut), index.begin() + static_cast<ptrdiff_t>(i));
+    Index inIndex = e.delinearize(e.linearize(outIndex, outRun), inRun);
+    source.insert(source.end(), inIndex.begin(), inIndex.end());
+  }
+  return e.emit(x, source);
 }
 
 // out[i_0, .., i_r] = x[j] with j[perm[d]] = i_d.

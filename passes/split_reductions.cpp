@@ -128,6 +128,27 @@ int64_t product(const Shape& s, size_t from, size_t to) {
   return p;
 }
 
+// Elementwise ops one reduction recomputes rather than share (a chain's length).
+constexpr int kMaxOwnChain = 16;
+
+// `v` computed again for the reduction `at` alone: a copy, just before `at`, of the elementwise ops
+// (and the reshapes and broadcasts between them) that compute it, up to `budget` of them, reading
+// what they read. Their results are used by
+// others too (a softmax's exp(x - max) feeds its sum and its division); a first stage sharing them
+// would make fusion store them and read them back, and give the stage a loop kernel's shape where
+// on its own it is a row kernel. Recomputing costs a few instructions per element, never bytes.
+Value* ownCopy(Op& at, Value* v, int& budget) {
+  Op* producer = v->definingOp();
+  bool copies = producer && (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
+                             producer->kind() == OpKind::BroadcastTo);
+  // Constants and iota (no operands) stay shared: fusion copies them into every kernel anyway.
+  if (!copies || producer->numOperands() == 0 || producer->numResults() != 1 || budget == 0) return v;
+  --budget;
+  std::vector<Value*> operands;
+  for (Value* operand : producer->operands()) operands.push_back(ownCopy(at, operand, budget));
+  return insertOpBefore(at, producer->kind(), operands, producer->attrs());
+}
+
 // Splits `op` if it would leave the device idle; whether it did.
 bool split(Op& op) {
   const TensorType& xt = op.operand(0)->type();
@@ -140,6 +161,11 @@ bool split(Op& op) {
   std::sort(axes.begin(), axes.end());
   const int rank = xt.rank();
   bool canPad = identity(op.kind(), xt.dtype).has_value();
+  // What the stages read, once the split is decided: the reduction's own copy of a shared operand.
+  auto operand = [&op] {
+    int budget = kMaxOwnChain;
+    return op.operand(0)->uses().size() > 1 ? ownCopy(op, op.operand(0), budget) : op.operand(0);
+  };
   Splitter s(op);
   // The reduced axes that end the shape (a suffix), and whether the rest of them start it.
   size_t suffix = 0;
@@ -154,7 +180,7 @@ bool split(Op& op) {
     if (rows >= kEnoughRows) return false;
     Cut cut = cutExtent(n, (kDeviceBlocks + rows - 1) / rows, kMinRowChunk, canPad);
     if (cut.parts <= 1) return false;
-    s.finish(s.reduceMiddle(op.operand(0), rows, n, 1, cut), n);
+    s.finish(s.reduceMiddle(operand(), rows, n, 1, cut), n);
     return true;
   }
   if (prefix) {
@@ -162,7 +188,7 @@ bool split(Op& op) {
     int64_t n = product(xt.shape, 0, axes.size()), inner = product(xt.shape, axes.size(), rank);
     Cut cut = cutExtent(n, (kDeviceThreads + inner - 1) / inner, kMinColumnChunk, canPad);
     if (cut.parts <= 1) return false;
-    s.finish(s.reduceMiddle(op.operand(0), 1, n, inner, cut), n);
+    s.finish(s.reduceMiddle(operand(), 1, n, inner, cut), n);
     return true;
   }
   if (suffix > 0) {
@@ -170,7 +196,7 @@ bool split(Op& op) {
     // whose axes keep their numbers. Each stage may be split again when the pass revisits it.
     std::vector<int64_t> inner, outer;
     for (int a : axes) (static_cast<size_t>(a) >= firstSuffixAxis ? inner : outer).push_back(a);
-    Value* rows = s.reduceAxes(op.operand(0), inner);
+    Value* rows = s.reduceAxes(operand(), inner);
     s.finish(s.reduceAxes(rows, outer), xt.numElements() / op.result()->type().numElements());
     return true;
   }

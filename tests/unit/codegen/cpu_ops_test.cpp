@@ -60,6 +60,11 @@ TEST(CpuOps, LayoutOps) {
   for (const char* t : kAllTypes) {
     std::string T = t;
     check("%x: " + T + "[2,3,4]", "reshape %x {shape = [4, -1]}");
+    // Runs of dims map to runs (emit_layout.cpp): merged, split, size-1 dims on either side, and
+    // a run that neither splits nor merges cleanly ([6,4] <- [4,6]).
+    check("%x: " + T + "[2,1,3,4,1]", "reshape %x {shape = [2, 12, 1, 1]}");
+    check("%x: " + T + "[1,6,4]", "reshape %x {shape = [2, 3, 1, 2, 2]}");
+    check("%x: " + T + "[4,6,5]", "reshape %x {shape = [6, 4, 5]}");
     check("%x: " + T + "[2,3,4]", "transpose %x {perm = [2, 0, 1]}");
     check("%x: " + T + "[3,1]", "broadcast_to %x {shape = [2, 3, 5]}");
     check("%a: " + T + "[2,3], %b: " + T + "[2,1], %c: " + T + "[2,4]", "concat %a, %b, %c {axis = 1}");
