@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kiln {
@@ -28,6 +29,13 @@ struct GpuSpec {
 
 // NVIDIA H100 SXM5 80 GB: 132 SMs, 1.98 GHz, 3.35 TB/s HBM3, 67 TFLOP/s FP32.
 GpuSpec h100Sxm();
+// NVIDIA H200 SXM 141 GB: the H100's chip (132 SMs, 1.98 GHz, 67 TFLOP/s FP32) with 4.8 TB/s of
+// HBM3e, of which a copy sustained 86% on the H200 kiln ran on (bench/RESULTS.md); the other
+// assumed figures are the H100's.
+GpuSpec h200Sxm();
+// The spec `kiln bench --model NAME` names ("h100", "h200"), or nothing; and the names.
+std::optional<GpuSpec> gpuSpecNamed(const std::string& name);
+std::string gpuSpecNames();
 
 // One kernel's launches in a step, as the simulator counted them.
 struct KernelCounters {

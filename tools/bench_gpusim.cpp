@@ -129,8 +129,8 @@ struct SimulatedRow {
   double flops = 0;             // per launch
 };
 
-// The H100 performance model's view of a row (runtime/gpu_perf_model.h).
-ModelledKernel modelled(const SimulatedRow& r) {
+// The performance model's view of a row on `gpu` (runtime/gpu_perf_model.h).
+ModelledKernel modelled(const SimulatedRow& r, const GpuSpec& gpu) {
   const SimulatedCounters& c = r.counters;
   KernelCounters k;
   k.launches = c.launches;
@@ -149,7 +149,7 @@ ModelledKernel modelled(const SimulatedRow& r) {
   k.smCoverage = c.averaged(c.smCoverage);
   k.footprintBytes = r.footprintBytes * c.launches;
   k.flops = r.flops * static_cast<double>(c.launches);
-  return modelKernel(k, h100Sxm());
+  return modelKernel(k, gpu);
 }
 
 // The figures of the step as a whole: sums of bytes, blocks and times; the ratios over the sums.
@@ -158,7 +158,7 @@ struct StepFigures {
   double modelledSeconds = 0, rooflineSeconds = 0, smCoverage = 0, achievedOccupancy = 0;
 };
 
-StepFigures stepFigures(const std::vector<SimulatedRow>& rows) {
+StepFigures stepFigures(const std::vector<SimulatedRow>& rows, const GpuSpec& gpu) {
   StepFigures step;
   uint64_t blocks = 0;
   double occupancyByBlocks = 0;
@@ -166,7 +166,7 @@ StepFigures stepFigures(const std::vector<SimulatedRow>& rows) {
     const SimulatedCounters& c = r.counters;
     step.counters.add(c);
     if (c.launches == 0) continue;
-    ModelledKernel m = modelled(r);
+    ModelledKernel m = modelled(r, gpu);
     step.modelledSeconds += m.modelledSeconds;
     step.rooflineSeconds += m.rooflineSeconds;
     blocks += c.blocks * c.launches;
@@ -191,10 +191,10 @@ void printJsonObject(const std::string& name, const SimulatedCounters& c, uint64
              achievedOccupancy, modelledSeconds * 1e6, rooflineSeconds * 1e6);
 }
 
-void printJson(const std::vector<SimulatedRow>& rows, const StepFigures& step) {
+void printJson(const std::vector<SimulatedRow>& rows, const StepFigures& step, const GpuSpec& gpu) {
   for (const SimulatedRow& r : rows) {
     const SimulatedCounters& c = r.counters;
-    ModelledKernel m = modelled(r);
+    ModelledKernel m = modelled(r, gpu);
     printJsonObject(r.kernel, c, c.blocks, c.averaged(c.smCoverage), c.averaged(c.achievedOccupancy),
                     c.launches ? m.modelledSeconds : 0, c.launches ? m.rooflineSeconds : 0);
   }
@@ -208,7 +208,7 @@ void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, 
   fmt::print("@{} on cuda: {}\n", setup.function, setup.device);
   fmt::print("simulated: the GPU simulator's counters for one run of the step, and times modelled from them for an "
              "{} (docs/gpu-performance.md); nothing here is measured\n",
-             h100Sxm().name);
+             setup.gpu.name);
   const char* format = "{:<28} {:<36} {:>7} {:>9} {:>6} {:>10} {:>9} {:>9} {:>10} {:>7} {:>7} {:>10} {:>11} {:>11} {:>8}\n";
   fmt::print(fmt::runtime(format), "kernel", "layout", "blocks", "occupancy", "SMs", "warp inst", "read", "written",
              "sector eff", "sect/ld", "sect/st", "wavefr/req", "modelled us", "roofline us", "bound");
@@ -230,7 +230,7 @@ void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, 
       fmt::print("{:<28} {:<36} not launched on the simulator\n", r.kernel, r.layout);
       continue;
     }
-    ModelledKernel m = modelled(r);
+    ModelledKernel m = modelled(r, setup.gpu);
     print(r.kernel, r.layout, c, std::to_string(c.blocks), percent(c.averaged(c.achievedOccupancy)),
           percent(c.averaged(c.smCoverage)), m.modelledSeconds * 1e6, m.rooflineSeconds * 1e6, m.bound);
   }
@@ -272,14 +272,14 @@ Status benchOnSimulator(const std::vector<codegen::KernelReport>& kernels, const
   }
   // Launches of kernels the plan does not report (none expected): still counted, not hidden.
   for (const auto& [name, counters] : *launches) rows.push_back({name, "(not in the plan)", false, counters, 0, 0});
-  StepFigures total = stepFigures(rows);
+  StepFigures total = stepFigures(rows, setup.gpu);
   std::vector<double> wallMs;
   for (int r = 0; r < setup.reps; ++r) {
     auto start = std::chrono::steady_clock::now();
     KILN_TRY(step(ExecuteOptions{}));
     wallMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  if (setup.json) printJson(rows, total);
+  if (setup.json) printJson(rows, total, setup.gpu);
   else printTable(rows, total, median(wallMs), setup);
   return {};
 }

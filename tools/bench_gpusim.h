@@ -10,6 +10,7 @@
 #include "codegen/kernel_report.h"
 #include "ir/status.h"
 #include "runtime/executable.h"
+#include "runtime/gpu_perf_model.h"
 
 namespace kiln::cli {
 
@@ -18,6 +19,7 @@ struct SimulatedBenchSetup {
   int reps = 1;  // timed runs of the step (simulator wall clock)
   bool json = false;
   bool dataParallel = false;  // the step has all_reduce ops (not measured on the simulator)
+  GpuSpec gpu = h100Sxm();    // the GPU the counters are modelled for (--model)
 };
 
 // Runs the step once with the simulator's launch log cleared and reads its counters per kernel,

@@ -76,11 +76,24 @@ int run(const Command& c, const Args& args) {
   codegen::CompileOptions compileOptions;
   if (!parseDisabledPasses(c, args, compileOptions.disabledPasses)) return kExitUsage;
   bool json = args.has("--json");
+  std::optional<GpuSpec> model;
+  if (auto s = args.get("--model")) {
+    model = gpuSpecNamed(*s);
+    if (!model) return usageError(c, "--model takes one of " + gpuSpecNames() + ", got '" + *s + "'");
+  }
   auto backend = resolveBackend(requested);
   if (!backend) {
     reportError(backend.error());
     return kExitError;
   }
+  bool simulated = false;
+#if KILN_HAVE_CUDA
+  simulated = *backend == Backend::Cuda && cuda::api().simulated;
+#endif
+  if (model && !simulated)
+    return usageError(c, "--model names the GPU whose model the simulator's counters go through, so it needs "
+                         "--backend cuda on the GPU simulator (KILN_CUDA_DRIVER=.../libkiln_gpusim.so); on a "
+                         "real GPU or the CPU, kiln bench measures times");
   auto loaded = loadEntry(args);
   if (!loaded) {
     reportError(loaded.error());
@@ -129,9 +142,10 @@ int run(const Command& c, const Args& args) {
     };
   }
   // On the GPU simulator the kernels get its counters, not times (bench_gpusim.h).
-  if (*backend == Backend::Cuda && cuda::api().simulated) {
+  if (simulated) {
     SimulatedBenchSetup setup{std::filesystem::path(args.positional[0]).stem().string(), f.name(), device(*backend),
                               args.has("--reps") ? reps : 1, json, hasAllReduce((*exe)->plan())};
+    if (model) setup.gpu = *model;
     auto kernels = codegen::reportKernels((*exe)->plan(), compileOptions.target);
     if (Status s = benchOnSimulator(kernels, setup, timeStep); !s) {
       reportError(s.error());
@@ -264,7 +278,7 @@ int run(const Command& c, const Args& args) {
 Command benchCommand() {
   Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
             "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH]...\n"
-            "                [--seed N] [--json] [--disable-passes LIST]",
+            "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200]",
             "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
             "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
             "the median time of the whole step and of each kernel, the bytes each moves per second\n"
@@ -282,7 +296,8 @@ Command benchCommand() {
             "cuda prints the simulator's counters for each kernel of one run (bytes, sectors per request,\n"
             "sector efficiency, bank conflicts, blocks, occupancy, SM coverage, warp instructions), JSON\n"
             "lines marked \"simulated\": true, and the simulator's own wall clock per step over --reps\n"
-            "runs (default 1; --warmup is not used: the counted run comes first).",
+            "runs (default 1; --warmup is not used: the counted run comes first). --model picks the GPU\n"
+            "whose published figures the counters are modelled with (h100, the default, or h200).",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "cpu, cuda or auto (default auto)"},
              {"--reps", "N", "timed runs (default 50)"},
@@ -290,6 +305,7 @@ Command benchCommand() {
              {"--input", "NAME=PATH", "take parameter %NAME from a NumPy .npy or an ONNX TensorProto .pb file", true},
              {"--seed", "N", "seed for the random inputs (default 0)"},
              {"--json", "", "one JSON line per kernel and for the step"},
+             {"--model", "GPU", "simulator only: model the counters for h100 (default) or h200"},
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

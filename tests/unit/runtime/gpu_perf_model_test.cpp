@@ -34,6 +34,19 @@ TEST(GpuPerfModel, ACoalescedKernelFillingTheDeviceRunsAtTheSustainedBandwidth) 
   EXPECT_DOUBLE_EQ(m.sharedWavefrontsPerRequest, 1.0);
 }
 
+TEST(GpuPerfModel, TheH200DiffersInItsMemoryAndTheCopyMeasuredOnIt) {
+  GpuSpec h100 = h100Sxm(), h200 = h200Sxm();
+  EXPECT_EQ(h200.multiprocessors, h100.multiprocessors);
+  EXPECT_DOUBLE_EQ(h200.fp32FlopsPerSecond, h100.fp32FlopsPerSecond);
+  KernelCounters c = streaming(64u << 20, 132 * 8, 1.0, 1.0);
+  ModelledKernel on100 = modelKernel(c, h100), on200 = modelKernel(c, h200);
+  EXPECT_EQ(on200.bound, "dram");
+  EXPECT_NEAR(on200.modelledSeconds / on100.modelledSeconds, (3.35 * 0.9) / (4.8 * 0.86), 1e-9);
+  EXPECT_EQ(gpuSpecNamed("h200")->name, h200.name);
+  EXPECT_EQ(gpuSpecNamed("h100")->name, h100.name);
+  EXPECT_FALSE(gpuSpecNamed("a100"));
+}
+
 TEST(GpuPerfModel, OneWarpCannotCoverTheMemoryLatency) {
   KernelCounters c = streaming(64u << 20, 1, 1.0 / 64, 1.0 / 132);
   c.threadsPerBlock = 32;
