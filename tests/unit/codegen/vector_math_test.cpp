@@ -2,7 +2,8 @@
 // kernels compute, in f32, over the whole float range (a sweep of bit patterns through every
 // exponent, both signs, subnormals, +-0, +-inf and NaN), against a double-precision reference
 // rounded to float. The error bound is glibc's documented 4 ulp for libmvec (kiln's own formulas
-// around it, such as sigmoid's, add a few); the measured worst case is printed for the notes.
+// around it, such as sigmoid's and f32 tanh's, add a few); the measured worst case is printed for
+// the notes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -135,14 +136,22 @@ TEST(VectorMath, PowWithinItsUlpBound) {
 // The kernels really call libmvec's vector variants where it is loaded.
 TEST(VectorMath, KernelsCallTheVectorVariants) {
   if (!codegen::vectorMathAvailable()) GTEST_SKIP() << "no libmvec on this machine: kernels call scalar libm";
-  auto m = parseModule("func @main(%x: f32[4096]) -> f32[4096] {\n  %a = tanh %x\n  %b = exp %a\n  return %b\n}\n", "v.kiln");
-  ASSERT_TRUE(m.ok());
-  auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
-  ASSERT_TRUE(compiled.ok()) << compiled.error().str();
-  auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
-  ASSERT_TRUE(text.ok()) << text.error().str();
-  EXPECT_NE(text->find("v_tanhf"), std::string::npos) << "no call to libmvec's vector tanhf";
-  EXPECT_NE(text->find("v_expf"), std::string::npos) << "no call to libmvec's vector expf";
+  auto assembly = [](const std::string& line) {
+    auto m = parseModule("func @main(%x: f32[4096]) -> f32[4096] {\n  %y = " + line + "\n  return %y\n}\n", "v.kiln");
+    EXPECT_TRUE(m.ok());
+    auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
+    EXPECT_TRUE(compiled.ok()) << compiled.error().str();
+    auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
+    EXPECT_TRUE(text.ok()) << text.error().str();
+    return text.ok() ? *text : std::string();
+  };
+  EXPECT_NE(assembly("exp %x").find("v_expf"), std::string::npos) << "no call to libmvec's vector expf";
+  EXPECT_NE(assembly("erf %x").find("v_erff"), std::string::npos) << "no call to libmvec's vector erff";
+  // f32 tanh is kiln's own and inline (codegen/cpu_target.cpp, tanhInline): no call at all.
+  std::string tanh = assembly("tanh %x");
+  EXPECT_EQ(tanh.find("tanhf"), std::string::npos) << "f32 tanh still calls libm's tanhf";
+  EXPECT_EQ(tanh.find("expf"), std::string::npos) << "f32 tanh calls expf";
+  EXPECT_NE(tanh.find("mulps"), std::string::npos) << "f32 tanh is not vectorised (no packed multiply)";
 }
 
 }  // namespace
