@@ -179,6 +179,66 @@ void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, in
   b.CreateCondBr(b.CreateICmpSLT(stop, end), rowHeader, exit);
 }
 
+// A counted loop `for (v = from; v < to; ++v) body(v)` (from < to is not assumed), continuing in
+// a new block after it.
+void emitCountedLoop(llvm::IRBuilder<>& b, llvm::Value* from, llvm::Value* to, const char* name,
+                     const std::function<void(llvm::Value* v)>& body) {
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* entry = b.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx, name, f);
+  auto* after = llvm::BasicBlock::Create(ctx, std::string(name) + ".end", f);
+  b.CreateCondBr(b.CreateICmpSLT(from, to), header, after);
+  b.SetInsertPoint(header);
+  llvm::PHINode* v = b.CreatePHI(b.getInt64Ty(), 2, name);
+  v->addIncoming(from, entry);
+  body(v);
+  llvm::Value* next = b.CreateAdd(v, b.getInt64(1), std::string(name) + ".next", true, true);
+  v->addIncoming(next, b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpSLT(next, to), header, after);
+  b.SetInsertPoint(after);
+}
+
+// [begin, end) of a part that reads an input transposed (ItemPart::transposed): its whole rows in
+// bands of kBandRows, each band column by column and, within a column, row by row. The input's
+// row for that column is read contiguously, and the band's output rows (kBandRows cache lines at a
+// time) stay in cache until they are full; row by row, every element of an output row would read
+// another input row, a cache line and often a page apart. Partial rows at either end go row by row.
+// Ends branching to `exit`.
+constexpr int64_t kBandRows = 32;
+void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, llvm::BasicBlock* exit,
+                   const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::Value* length = b.getInt64(static_cast<uint64_t>(rowLength));
+  // Whole rows [firstRow, lastRow): the first row starting at or after begin, the last ending by
+  // end. A chunk that misses the part has end < begin, even end < 0: none then.
+  llvm::Value* firstRow = b.CreateUDiv(b.CreateAdd(begin, b.getInt64(static_cast<uint64_t>(rowLength - 1))), length);
+  llvm::Value* lastRow = b.CreateSDiv(end, length);
+  llvm::Value* wholeRows = b.CreateAnd(b.CreateICmpSLT(begin, end), b.CreateICmpSLT(firstRow, lastRow));
+  llvm::Value* headEnd = b.CreateSelect(wholeRows, b.CreateMul(firstRow, length), end);
+  llvm::Value* tailBegin = b.CreateSelect(wholeRows, b.CreateMul(lastRow, length), end);
+  auto* bands = llvm::BasicBlock::Create(ctx, "bands", f);
+  auto* tail = llvm::BasicBlock::Create(ctx, "tail", f);
+  emitRowLoops(b, begin, headEnd, rowLength, bands, body);
+  b.SetInsertPoint(bands);
+  llvm::Value* bandCount = b.CreateUDiv(b.CreateAdd(b.CreateSub(lastRow, firstRow), b.getInt64(kBandRows - 1)),
+                                        b.getInt64(kBandRows));
+  emitCountedLoop(b, b.getInt64(0), b.CreateSelect(wholeRows, bandCount, b.getInt64(0)), "band", [&](llvm::Value* band) {
+    llvm::Value* top = b.CreateAdd(firstRow, b.CreateMul(band, b.getInt64(kBandRows)));
+    llvm::Value* bottom = b.CreateAdd(top, b.getInt64(kBandRows));
+    bottom = b.CreateSelect(b.CreateICmpSLT(bottom, lastRow), bottom, lastRow);
+    emitCountedLoop(b, b.getInt64(0), length, "band.column", [&](llvm::Value* column) {
+      emitCountedLoop(b, top, bottom, "band.row", [&](llvm::Value* row) {
+        body(b.CreateAdd(b.CreateMul(row, length), column, "i", true, true), column);
+      });
+    });
+  });
+  b.CreateBr(tail);
+  b.SetInsertPoint(tail);
+  emitRowLoops(b, tailBegin, end, rowLength, exit, body);
+}
+
 // for (i = begin; i < end; ++i) body(i), then to `exit`.
 void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, llvm::BasicBlock* exit,
                   const std::function<void(llvm::Value* item)>& body) {
@@ -246,10 +306,13 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
         llvm::Value* lo = b.CreateSub(b.CreateSelect(b.CreateICmpSGT(begin, first), begin, first), first, "part.begin");
         llvm::Value* hi = b.CreateSub(b.CreateSelect(b.CreateICmpSLT(end, stop), end, stop), first, "part.end");
         int part = static_cast<int>(p);
-        if (parts[p].rowLength > 1)
-          emitRowLoops(b, lo, hi, parts[p].rowLength, after, [&](llvm::Value* item, llvm::Value* column) {
-            body(b, buffers, status, item, b.getInt64(0), column, part);
-          });
+        auto partBody = [&](llvm::Value* item, llvm::Value* column) {
+          body(b, buffers, status, item, b.getInt64(0), column, part);
+        };
+        if (parts[p].rowLength > 1 && parts[p].transposed)
+          emitBandLoops(b, lo, hi, parts[p].rowLength, after, partBody);
+        else if (parts[p].rowLength > 1)
+          emitRowLoops(b, lo, hi, parts[p].rowLength, after, partBody);
         else
           emitFlatLoop(b, lo, hi, after, [&](llvm::Value* item) { body(b, buffers, status, item, b.getInt64(0), nullptr, part); });
         b.SetInsertPoint(after);

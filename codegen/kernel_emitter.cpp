@@ -25,6 +25,16 @@ int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target) {
 }
 
 namespace {
+// Whether a transpose of `group` that moves its operand's innermost axis makes values of `shape`.
+bool readsTransposed(const KernelGroup& group, const Shape& shape) {
+  for (const Op* op : group.ops) {
+    if (op->kind() != OpKind::Transpose || op->result()->type().shape != shape) continue;
+    std::vector<int64_t> perm = op->intsAttr("perm");
+    if (perm.size() >= 2 && perm.back() != static_cast<int64_t>(perm.size()) - 1) return true;
+  }
+  return false;
+}
+
 // The tile layouts of `group` where `target` tiles through shared memory.
 std::optional<TransposeTile> transposeTileOf(const KernelGroup& group, const TargetHooks& target) {
   return target.sharedMemoryTiles() ? transposeTile(group) : std::nullopt;
@@ -62,7 +72,8 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     // and row by row.
     std::vector<ItemPart> parts;
     if (!row && !transposed && !tiledMatmul && elementsPerItem(*group, target) == 1)
-      for (const Segment& s : group->segments) parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back()});
+      for (const Segment& s : group->segments)
+        parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back(), readsTransposed(*group, s.shape)});
     llvm::Function* kernel = target.emitKernel(
         module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target), parts,
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,

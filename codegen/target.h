@@ -36,6 +36,9 @@ using WorkItemBodyFn = std::function<void(llvm::IRBuilder<>& b, const std::vecto
 struct ItemPart {
   int64_t items = 0;
   int64_t rowLength = 0;
+  // The part's elements are computed through a transpose that moves an input's innermost axis:
+  // looping row by row would read that input with a stride, so the CPU goes in bands of rows.
+  bool transposed = false;
 };
 
 class TargetHooks {

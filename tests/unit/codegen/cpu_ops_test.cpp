@@ -56,6 +56,36 @@ TEST(CpuOps, Matmul) {
     for (auto& s : shapes) check(std::string("%a: ") + t + s[0] + ", %b: " + t + s[1], "matmul %a, %b", {accumulateTolerance()});
 }
 
+// Loop parts computed through a transpose that moves the innermost axis go in bands of 32 rows,
+// column by column (codegen/cpu_target.cpp, emitBandLoops): whole bands, a last band of fewer
+// rows, and the partial rows at either end of a thread's chunk ([999,1001] splits mid-row on two
+// threads); several transposed parts in one kernel (the weight transposes of a training step);
+// a permute of a 3-D tensor with elementwise work fused in.
+TEST(CpuOps, TransposesInBandsOfRows) {
+  check("%x: f32[1001,999]", "transpose %x {perm = [1, 0]}");
+  check("%x: i8[70,33]", "transpose %x {perm = [1, 0]}");
+  auto parts = parseOrFail(R"(func @main(%a: f32[1024,10], %w: f32[300,200], %x: f32[64,77]) -> (f32[10,1024], f32[200,300], f32[77,64]) {
+  %ta = transpose %a {perm = [1, 0]}
+  %tw = transpose %w {perm = [1, 0]}
+  %tx = transpose %x {perm = [1, 0]}
+  return %ta, %tw, %tx
+}
+)");
+  ASSERT_TRUE(parts);
+  expectSameAsInterpreter(*parts->entry());
+  auto fused = parseOrFail(R"(func @main(%x: f32[3,70,40], %b: f32[70]) -> f32[40,3,70] {
+  %t = transpose %x {perm = [2, 0, 1]}
+  %y = add %t, %b
+  %r = relu %y
+  return %r
+}
+)");
+  ASSERT_TRUE(fused);
+  DiffOptions specials;
+  specials.specials = true;
+  expectSameAsInterpreter(*fused->entry(), specials);
+}
+
 TEST(CpuOps, LayoutOps) {
   for (const char* t : kAllTypes) {
     std::string T = t;
