@@ -817,7 +817,11 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   for (const Op* op : group_.rowOps) {
     const Value* v = op->result();
     llvm::Value* value;
-    if (op->kind() == OpKind::Argmax || op->kind() == OpKind::Argmin) {
+    bool argReduction = op->kind() == OpKind::Argmax || op->kind() == OpKind::Argmin;
+    if (argReduction && target_.rowLanes(group_) == 1) {
+      // One lane per row (the CPU): the sequential scan from element 0, as a loop kernel's.
+      value = emit(v, rowValueIndex(rowIndex, v->type().shape));
+    } else if (argReduction) {
       auto better = [&](const Values& a, const Values& c) { return argBetter(*this, *op, a, c); };
       Values best = reduceRow(
           lane, argIdentity(*this, *op, n),

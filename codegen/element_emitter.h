@@ -231,10 +231,11 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count);
 // argmax/argmin as a reduction over candidates {index (i64), value (ints as i64)}: element x at
 // index k as a candidate; the candidate every element ties or beats (index n, which loses every
 // tie); and the better of two, by value (NaN above every number), then the lower index. So the
-// first occurrence wins in whatever order lanes and warps combine their candidates.
+// first occurrence wins in whatever order lanes and warps combine their candidates. `later`: c's
+// index is known to be above a's (a sequential scan from element 0), so a tie never moves.
 Values argCandidate(ElementEmitter& e, const Op& op, llvm::Value* k, llvm::Value* x);
 Values argIdentity(ElementEmitter& e, const Op& op, int64_t n);
-Values argBetter(ElementEmitter& e, const Op& op, const Values& a, const Values& c);
+Values argBetter(ElementEmitter& e, const Op& op, const Values& a, const Values& c, bool later = false);
 // Helpers shared by the families.
 std::optional<std::vector<int64_t>> optionalIntsAttr(const Op& op, std::string_view name);
 

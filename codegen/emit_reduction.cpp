@@ -81,12 +81,12 @@ Values argIdentity(ElementEmitter& e, const Op& op, int64_t n) {
   return {e.i64(n), worst};
 }
 
-Values argBetter(ElementEmitter& e, const Op& op, const Values& a, const Values& c) {
+Values argBetter(ElementEmitter& e, const Op& op, const Values& a, const Values& c, bool later) {
   auto& b = e.b;
   DType t = op.operand(0)->type().dtype;
   bool isMax = op.kind() == OpKind::Argmax;
   llvm::Value *ka = a[0], *va = a[1], *kc = c[0], *vc = c[1];
-  llvm::Value* earlier = b.CreateICmpSLT(kc, ka);
+  llvm::Value* earlier = later ? b.getFalse() : b.CreateICmpSLT(kc, ka);
   llvm::Value* cWins;
   if (isInt(t)) {
     // Ints held as i64: zero-extended when unsigned, so the unsigned compares order them.
@@ -193,7 +193,7 @@ llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
   int64_t n = x->type().shape[static_cast<size_t>(axis)];
   Values best = e.loop(n - 1, argCandidate(e, op, e.i64(0), element(e.i64(0))), [&](llvm::Value* iv, const Values& c) {
     llvm::Value* k = e.b.CreateAdd(iv, e.i64(1));
-    return argBetter(e, op, c, argCandidate(e, op, k, element(k)));
+    return argBetter(e, op, c, argCandidate(e, op, k, element(k)), /*later=*/true);
   });
   return best[0];
 }
