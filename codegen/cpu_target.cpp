@@ -180,7 +180,7 @@ void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, in
 }
 
 // A counted loop `for (v = from; v < to; ++v) body(v)` (from < to is not assumed), continuing in
-// a new block after it.
+// a new block after it. The body may open blocks of its own; the loop goes on from wherever it ended.
 void emitCountedLoop(llvm::IRBuilder<>& b, llvm::Value* from, llvm::Value* to, const char* name,
                      const std::function<void(llvm::Value* v)>& body) {
   llvm::LLVMContext& ctx = b.getContext();
@@ -242,17 +242,8 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
 // for (i = begin; i < end; ++i) body(i), then to `exit`.
 void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, llvm::BasicBlock* exit,
                   const std::function<void(llvm::Value* item)>& body) {
-  llvm::BasicBlock* entry = b.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(b.getContext(), "loop", entry->getParent());
-  b.CreateCondBr(b.CreateICmpSLT(begin, end), header, exit);
-  b.SetInsertPoint(header);
-  llvm::PHINode* index = b.CreatePHI(b.getInt64Ty(), 2, "i");
-  index->addIncoming(begin, entry);
-  body(index);
-  // The body may have opened blocks of its own; the loop continues from wherever it ended.
-  llvm::Value* next = b.CreateAdd(index, b.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
-  index->addIncoming(next, b.GetInsertBlock());
-  b.CreateCondBr(b.CreateICmpSLT(next, end), header, exit);
+  emitCountedLoop(b, begin, end, "i", body);
+  b.CreateBr(exit);
 }
 
 }  // namespace

@@ -168,9 +168,9 @@ class ElementEmitter {
   // The same at neighbouring elements along the output's innermost axis (indices[q]: its q-th),
   // each output stored as one vector; preloaded_ holds what the tile supplies for all of them.
   void storeTileElements(const std::vector<Index>& indices, const Shape& shape);
-  // Elements of a row one lane takes per step of reduceRow and forEachInRow: 4 neighbours on
-  // the GPU where the row is a whole number of them and has 4 for every lane (a 128-bit load),
-  // else 1.
+  // Elements of a row one lane takes per step of reduceRow and forEachInRow: on the GPU the
+  // kernel's vectorWidth() (8 for 16-bit rows, 4 else: a 128-bit load) where the row is a whole
+  // number of them and has that many for every lane, else 4 on the same terms, else 1.
   int64_t rowElementsPerStep() const;
   // The steps of one pass over a row (each lane's share, rowElementsPerStep() at a time): a loop,
   // or, where the steps are few (kUnrolledRowSteps) and the row a whole number of them, straight-

@@ -27,11 +27,8 @@ int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target) {
 namespace {
 // Whether a transpose of `group` that moves its operand's innermost axis makes values of `shape`.
 bool readsTransposed(const KernelGroup& group, const Shape& shape) {
-  for (const Op* op : group.ops) {
-    if (op->kind() != OpKind::Transpose || op->result()->type().shape != shape) continue;
-    std::vector<int64_t> perm = op->intsAttr("perm");
-    if (perm.size() >= 2 && perm.back() != static_cast<int64_t>(perm.size()) - 1) return true;
-  }
+  for (const Op* op : group.ops)
+    if (movesInnermostAxis(*op) && op->result()->type().shape == shape) return true;
   return false;
 }
 

@@ -25,8 +25,9 @@ struct KernelError {
 // neighbouring elements a thread takes at once (4 for f32 on the GPU, 8 for bf16).
 int64_t vectorWidth(const KernelGroup& group, const TargetHooks& target);
 
-// The elements one work item of the loop kernel `group` computes: its vectorWidth(), except 1 for a kernel with a reduction in it. There each element reads along the reduced axes,
-// and with one element per thread neighbouring threads read neighbouring addresses at every step
+// The elements one work item of the loop kernel `group` computes: its vectorWidth(), except 1 for
+// a kernel with a reduction in it. There each element reads along the reduced axes, and with one
+// element per thread neighbouring threads read neighbouring addresses at every step
 // (a column sum's warp reads 128 contiguous bytes); four per thread would stride them by four.
 int64_t elementsPerItem(const KernelGroup& group, const TargetHooks& target);
 

@@ -19,6 +19,12 @@ int64_t TransposeTile::tiles() const {
   return n;
 }
 
+bool movesInnermostAxis(const Op& op) {
+  if (op.kind() != OpKind::Transpose) return false;
+  std::vector<int64_t> perm = op.intsAttr("perm");
+  return perm.size() >= 2 && perm.back() != static_cast<int64_t>(perm.size()) - 1;
+}
+
 std::optional<TransposeTile> transposeTile(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop || group.segments.size() != 1) return std::nullopt;
   const Shape& shape = group.segments[0].shape;
@@ -35,14 +41,14 @@ std::optional<TransposeTile> transposeTile(const KernelGroup& group) {
     if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != shape) return std::nullopt;
   }
   if (!tile.transpose || tile.transpose->result()->type().shape != shape) return std::nullopt;
+  // The innermost axis staying innermost: loads and stores agree, no tile needed.
+  if (!movesInnermostAxis(*tile.transpose)) return std::nullopt;
   tile.input = tile.transpose->operand(0);
   if (std::find(group.inputs.begin(), group.inputs.end(), tile.input) == group.inputs.end()) return std::nullopt;
   // Output axis d reads input axis perm[d]: the input's innermost axis lands on axis a.
   std::vector<int64_t> perm = tile.transpose->intsAttr("perm");
   int last = static_cast<int>(shape.size()) - 1;
-  auto a = std::find(perm.begin(), perm.end(), last) - perm.begin();
-  if (a == last) return std::nullopt;  // the innermost axis stays innermost: loads and stores agree
-  tile.inputInnerAxis = static_cast<int>(a);
+  tile.inputInnerAxis = static_cast<int>(std::find(perm.begin(), perm.end(), last) - perm.begin());
   return tile;
 }
 

@@ -25,6 +25,11 @@ struct TransposeTile {
 inline constexpr int64_t kTile = 32;      // a tile's side: a warp's width
 inline constexpr int64_t kTileRows = 8;   // rows of threads in a block: 8 x 32 = 256 threads
 
+// Whether `op` is a transpose that moves its operand's innermost axis, so that reading its operand
+// in the order of its result's elements would stride (what both the GPU tile and the CPU's bands
+// of rows are for).
+bool movesInnermostAxis(const Op& op);
+
 // The tile layout of `group`, or nothing when it is not a loop kernel of one segment whose only
 // layout op is one transpose of an input moving the innermost axis (the other ops elementwise on
 // the output's shape), or it is too small (under 1,024 elements) to be worth a tile.

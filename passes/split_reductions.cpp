@@ -133,10 +133,10 @@ constexpr int kMaxOwnChain = 16;
 
 // `v` computed again for the reduction `at` alone: a copy, just before `at`, of the elementwise ops
 // (and the reshapes and broadcasts between them) that compute it, up to `budget` of them, reading
-// what they read. Their results are used by
-// others too (a softmax's exp(x - max) feeds its sum and its division); a first stage sharing them
-// would make fusion store them and read them back, and give the stage a loop kernel's shape where
-// on its own it is a row kernel. Recomputing costs a few instructions per element, never bytes.
+// what they read. Their results are used by others too (a softmax's exp(x - max) feeds its sum
+// and its division); a first stage sharing them would make fusion store them and read them back,
+// and give the stage a loop kernel's shape where on its own it is a row kernel. Recomputing costs
+// a few instructions per element, never bytes.
 Value* ownCopy(Op& at, Value* v, int& budget) {
   Op* producer = v->definingOp();
   bool copies = producer && (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
