@@ -178,7 +178,11 @@ Index ElementEmitter::broadcastIndex(const Index& index, const Shape& from, cons
 Values ElementEmitter::loop(int64_t count, Values init, const LoopBody& body) {
   if (count <= 0) return init;
   if (count == 1) return body(i64(0), init);
-  // count >= 2, so a bottom-tested loop: the body runs, then the latch decides.
+  return loop(i64(count), std::move(init), body);
+}
+
+Values ElementEmitter::loop(llvm::Value* count, Values init, const LoopBody& body) {
+  // count >= 1, so a bottom-tested loop: the body runs, then the latch decides.
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* entry = b.GetInsertBlock();
   llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx(), "loop", f);
@@ -197,7 +201,7 @@ Values ElementEmitter::loop(int64_t count, Values init, const LoopBody& body) {
   Values next = body(iv, carried);
   llvm::Value* ivNext = b.CreateAdd(iv, i64(1));
   llvm::BasicBlock* latch = b.GetInsertBlock();
-  b.CreateCondBr(b.CreateICmpULT(ivNext, i64(count)), header, exit);
+  b.CreateCondBr(b.CreateICmpULT(ivNext, count), header, exit);
   iv->addIncoming(ivNext, latch);
   for (size_t k = 0; k < phis.size(); ++k) phis[k]->addIncoming(next[k], latch);
   b.SetInsertPoint(exit);
@@ -414,6 +418,71 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
     ifThen(b.CreateNot(complete), tail, {});
   }
   currentLinear_ = nullptr;
+}
+
+void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& tiles, llvm::Value* item) {
+  const Shape& shape = group_.segments[segmentIndex].shape;
+  const std::vector<size_t>& outputs = group_.segments[segmentIndex].outputs;
+  llvm::Value* perRow = i64(tiles.tilesPerRow());
+  llvm::Value* row = b.CreateUDiv(item, perRow);
+  llvm::Value* first = b.CreateMul(b.CreateURem(item, perRow), i64(kColumnTile), "column.first", true, true);
+  llvm::Value* left = b.CreateSub(i64(tiles.columns), first);
+  llvm::Value* count = b.CreateSelect(b.CreateICmpSLT(left, i64(kColumnTile)), left, i64(kColumnTile), "tile.columns");
+  Index rowIndex = delinearize(row, Shape(shape.begin(), shape.end() - 1));
+  auto indexAt = [&](llvm::Value* q) {
+    Index index = rowIndex;
+    index.push_back(b.CreateAdd(first, q, "column", true, true));
+    return index;
+  };
+  // One accumulator array per reduction, in the kernel's entry block (a fixed stack slot).
+  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
+  llvm::IRBuilder<> atEntry(&entry, entry.begin());
+  std::vector<std::pair<Accumulation, llvm::Value*>> sums;
+  for (const Op* op : tiles.reductions) {
+    ReducedAxes reduced = reducedAxesOf(*op);
+    Accumulation acc = accumulationFor(*this, *op, reduced.count);
+    llvm::Type* type = acc.init->getType();
+    llvm::Value* array = atEntry.CreateAlloca(type, i64(kColumnTile), "column.sums");
+    auto slot = [&](llvm::Value* q) { return b.CreateInBoundsGEP(type, array, q); };
+    loop(count, {}, [&](llvm::Value* q, const Values&) {
+      b.CreateStore(acc.init, slot(q));
+      return Values{};
+    });
+    int rank = op->operand(0)->type().rank();
+    loopNest(reduced.extents, {}, [&](const Index& ivs, const Values&) {
+      loop(count, {}, [&](llvm::Value* q, const Values&) {
+        llvm::Value* x = emit(op->operand(0), reducedSource(indexAt(q), reduced, ivs, rank));
+        b.CreateStore(acc.add(b.CreateLoad(type, slot(q)), x), slot(q));
+        return Values{};
+      });
+      return Values{};
+    });
+    sums.push_back({acc, array});
+  }
+  loop(count, {}, [&](llvm::Value* q, const Values&) {
+    Index index = indexAt(q);
+    for (size_t r = 0; r < sums.size(); ++r) {
+      const auto& [acc, array] = sums[r];
+      llvm::Value* total = b.CreateLoad(acc.init->getType(), b.CreateInBoundsGEP(acc.init->getType(), array, q));
+      const Value* v = tiles.reductions[r]->result();
+      preloaded_.push_back({{v, index}, roundTo(acc.finish(total), v->type().dtype)});
+    }
+    llvm::Value* linear = b.CreateAdd(b.CreateMul(row, i64(tiles.columns)), index.back());
+    setCurrent(index, linear, shape);
+    // Every output's value before any store, as in emitSegmentItem.
+    std::vector<llvm::Value*> values;
+    for (size_t k : outputs) values.push_back(emit(group_.outputs[k], currentIndex_));
+    for (size_t i = 0; i < outputs.size(); ++i) storeOutput(outputs[i], linear, values[i]);
+    preloaded_.clear();
+    return Values{};
+  });
+  currentLinear_ = nullptr;
+}
+
+void ElementEmitter::storeOutput(size_t k, llvm::Value* linear, llvm::Value* value) {
+  DType t = group_.outputs[k]->type().dtype;
+  llvm::Value* buffer = buffers_[group_.inputs.size() + k];
+  b.CreateStore(toStorage(value, t), b.CreateInBoundsGEP(storageType(t), buffer, linear));
 }
 
 void ElementEmitter::preloadInputs(const Shape& shape, const std::vector<Index>& indices,
@@ -842,16 +911,11 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   std::vector<size_t> fullOutputs, rowOutputs;
   for (size_t k = 0; k < group_.outputs.size(); ++k)
     (group_.outputs[k]->type().numElements() == group_.numRows() * n ? fullOutputs : rowOutputs).push_back(k);
-  size_t numInputs = group_.inputs.size();
-  auto store = [&](size_t k, llvm::Value* linear, llvm::Value* value) {
-    DType t = group_.outputs[k]->type().dtype;
-    b.CreateStore(toStorage(value, t), b.CreateInBoundsGEP(storageType(t), buffers_[numInputs + k], linear));
-  };
   if (!rowOutputs.empty()) {
     ifThen(b.CreateICmpEQ(lane, i64(0)), [&] {
       for (size_t k : rowOutputs) {
         const Value* out = group_.outputs[k];
-        store(k, row, emit(out, rowValueIndex(rowIndex, out->type().shape)));
+        storeOutput(k, row, emit(out, rowValueIndex(rowIndex, out->type().shape)));
       }
       return Values{};
     }, {});
@@ -862,7 +926,7 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   forEachInRow(lane, [&](llvm::Value* k) {
     llvm::Value* linear = b.CreateAdd(b.CreateMul(row, i64(n)), k);
     setCurrent(fullIndex(k), linear, full);
-    for (size_t k2 : fullOutputs) store(k2, linear, emit(group_.outputs[k2], currentIndex_));
+    for (size_t k2 : fullOutputs) storeOutput(k2, linear, emit(group_.outputs[k2], currentIndex_));
   });
   currentLinear_ = nullptr;
 }

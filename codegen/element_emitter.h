@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "codegen/column_reduction.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/matmul_tile.h"
 #include "codegen/transpose_tile.h"
@@ -60,6 +61,10 @@ class ElementEmitter {
   // output, each thread summing four outputs over K through shared-memory tiles of A and B, then
   // the group's epilogue on each and the stores.
   void emitMatmulTileItem(const MatmulTile& tile, llvm::Value* item, llvm::Value* lane);
+  // Column reductions on the CPU (column_reduction.h): tile `item` of segment `segment`'s outputs,
+  // each reduction summed into one accumulator per output of the tile, reduced axes outside and
+  // the tile's columns inside, then the outputs computed from the accumulators.
+  void emitColumnTileItem(size_t segment, const ColumnTiles& tiles, llvm::Value* item);
   // Row kernels: row `row`, on lane `lane` of the target's rowLanes(): the row values once (each
   // reduction accumulated per lane, then combined across lanes), then the row's full outputs.
   void emitRow(llvm::Value* row, llvm::Value* lane);
@@ -130,6 +135,8 @@ class ElementEmitter {
   // values after the loop. The body may emit control flow of its own.
   using LoopBody = std::function<Values(llvm::Value* iv, const Values& carried)>;
   Values loop(int64_t count, Values init, const LoopBody& body);
+  // The same for a count known at run time only, which must be 1 or more.
+  Values loop(llvm::Value* count, Values init, const LoopBody& body);
   // Nested loops over `extents` (outermost first), the body getting one iv per extent.
   using NestBody = std::function<Values(const Index& ivs, const Values& carried)>;
   Values loopNest(const Shape& extents, Values init, const NestBody& body);
@@ -162,6 +169,8 @@ class ElementEmitter {
                      bool sameRow);
   // The index of `shape` (a row shape) for row `rowIndex`: the row dims, then zeros.
   Index rowValueIndex(const Index& rowIndex, const Shape& shape);
+  // Stores `value` as element `linear` of the group's output k.
+  void storeOutput(size_t k, llvm::Value* linear, llvm::Value* value);
   // Computes and stores every output of the group at `index` (of `shape`), with preloaded_ holding
   // what the tile supplies; clears preloaded_.
   void storeTileElement(const Index& index, const Shape& shape);
@@ -228,6 +237,18 @@ struct Accumulation {
   std::function<llvm::Value*(llvm::Value* acc)> finish;                     // to the result's compute type
 };
 Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count);
+// A reduce_* op's reduced axes (sorted), whether it keeps them as size-1 dims, their extents and
+// how many elements each output combines.
+struct ReducedAxes {
+  std::vector<int> axes;
+  bool keepdims = false;
+  Shape extents;
+  int64_t count = 0;
+};
+ReducedAxes reducedAxesOf(const Op& reduce);
+// The operand's index (of rank `rank`) that output element `index` combines at position `ivs` of
+// the reduced axes.
+Index reducedSource(const Index& index, const ReducedAxes& reduced, const Index& ivs, int rank);
 // argmax/argmin as a reduction over candidates {index (i64), value (ints as i64)}: element x at
 // index k as a candidate; the candidate every element ties or beats (index n, which loses every
 // tie); and the better of two, by value (NaN above every number), then the lower index. So the

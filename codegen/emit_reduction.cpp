@@ -11,26 +11,32 @@
 
 namespace kiln::codegen {
 
-namespace {
+ReducedAxes reducedAxesOf(const Op& reduce) {
+  const TensorType& xt = reduce.operand(0)->type();
+  auto axes = reductionAxes(optionalIntsAttr(reduce, "axes"), xt.rank());
+  KILN_INTERNAL_CHECK(axes.ok(), "reduce: axes were not verified");
+  ReducedAxes r{*axes, reduce.attr("keepdims").getBool(), {}, 1};
+  for (int a : r.axes) r.extents.push_back(xt.shape[static_cast<size_t>(a)]);
+  r.count = numElements(r.extents);
+  return r;
+}
 
-// x's index for output element `index`, with the reduced axes taken from `ivs` (keepdims
-// outputs hold a size-1 dim at each reduced axis, which is skipped).
-Index reducedSource(const Index& index, const std::vector<int>& axes, bool keepdims, const Index& ivs, int rank) {
+// Output dims and reduced positions interleaved back into the operand's order (keepdims outputs
+// hold a size-1 dim at each reduced axis, which is skipped).
+Index reducedSource(const Index& index, const ReducedAxes& r, const Index& ivs, int rank) {
   Index source;
   size_t out = 0, iv = 0;
   for (int d = 0; d < rank; ++d) {
-    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    bool reduced = std::find(r.axes.begin(), r.axes.end(), d) != r.axes.end();
     if (reduced) {
       source.push_back(ivs[iv++]);
-      if (keepdims) ++out;
+      if (r.keepdims) ++out;
     } else {
       source.push_back(index[out++]);
     }
   }
   return source;
 }
-
-}  // namespace
 
 namespace {
 
@@ -162,22 +168,17 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
   const Value* x = op.operand(0);
   const TensorType& xt = x->type();
   DType t = xt.dtype;
-  auto axes = reductionAxes(optionalIntsAttr(op, "axes"), xt.rank());
-  KILN_INTERNAL_CHECK(axes.ok(), "reduce: axes were not verified");
-  bool keepdims = op.attr("keepdims").getBool();
-  Shape extents;
-  for (int a : *axes) extents.push_back(xt.shape[static_cast<size_t>(a)]);
-  int64_t count = numElements(extents);
+  ReducedAxes reduced = reducedAxesOf(op);
   OpKind kind = op.kind();
   bool isMaxMin = kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
-  if (count == 0 && (isMaxMin || (kind == OpKind::ReduceMean && isInt(t)))) {
+  if (reduced.count == 0 && (isMaxMin || (kind == OpKind::ReduceMean && isInt(t)))) {
     // Known when compiling; raised by the kernel, which runs only if the result is non-empty.
     e.raiseIf(b.getTrue(), e.addError(op, "cannot reduce zero elements of " + xt.str() + " (the result has no value)"));
     return llvm::Constant::getNullValue(e.computeType(t));
   }
-  auto element = [&](const Index& ivs) { return e.emit(x, reducedSource(index, *axes, keepdims, ivs, xt.rank())); };
-  Accumulation acc = accumulationFor(e, op, count);
-  Values total = e.loopNest(extents, {acc.init}, [&](const Index& ivs, const Values& c) {
+  auto element = [&](const Index& ivs) { return e.emit(x, reducedSource(index, reduced, ivs, xt.rank())); };
+  Accumulation acc = accumulationFor(e, op, reduced.count);
+  Values total = e.loopNest(reduced.extents, {acc.init}, [&](const Index& ivs, const Values& c) {
     return Values{acc.add(c[0], element(ivs))};
   });
   return acc.finish(total[0]);
@@ -189,7 +190,8 @@ llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
   int rank = x->type().rank();
   int axis = *normalizeAxis(op.intAttr("axis"), rank);
   bool keepdims = op.attr("keepdims").getBool();
-  auto element = [&](llvm::Value* k) { return e.emit(x, reducedSource(index, {axis}, keepdims, {k}, rank)); };
+  ReducedAxes reduced{{axis}, keepdims, {}, 0};
+  auto element = [&](llvm::Value* k) { return e.emit(x, reducedSource(index, reduced, {k}, rank)); };
   int64_t n = x->type().shape[static_cast<size_t>(axis)];
   Values best = e.loop(n - 1, argCandidate(e, op, e.i64(0), element(e.i64(0))), [&](llvm::Value* iv, const Values& c) {
     llvm::Value* k = e.b.CreateAdd(iv, e.i64(1));

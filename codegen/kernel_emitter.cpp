@@ -5,6 +5,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/column_reduction.h"
 #include "codegen/element_emitter.h"
 #include "codegen/matmul_tile.h"
 #include "codegen/transpose_tile.h"
@@ -47,12 +48,27 @@ int lanesPerItem(const KernelGroup& group, const TargetHooks& target) {
   return tiled ? static_cast<int>(kTile * kTileRows) : 1;
 }
 
+namespace {
+// Whether `target` loops `group` segment by segment (ItemPart), one element or one column tile
+// per item.
+bool loopsByPart(const KernelGroup& group, const TargetHooks& target) {
+  return group.kind == KernelKind::Loop && !transposeTileOf(group, target) && !matmulTileOf(group, target) &&
+         elementsPerItem(group, target) == 1;
+}
+std::optional<ColumnTiles> columnTilesOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
+  return target.tilesColumnReductions() ? columnTiles(group, segment) : std::nullopt;
+}
+}  // namespace
+
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row) return group.numRows();
   if (auto tile = transposeTileOf(group, target)) return tile->tiles();
   if (auto tile = matmulTileOf(group, target)) return tile->tiles();
   int64_t width = elementsPerItem(group, target), items = 0;
-  for (const Segment& s : group.segments) items += (numElements(s.shape) + width - 1) / width;
+  for (const Segment& s : group.segments) {
+    auto columns = loopsByPart(group, target) ? columnTilesOf(group, s, target) : std::nullopt;
+    items += columns ? columns->items() : (numElements(s.shape) + width - 1) / width;
+  }
   return items;
 }
 
@@ -66,18 +82,24 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     std::optional<TransposeTile> transposed = transposeTileOf(*group, target);
     std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
     // A loop kernel of one element per item may be looped shape by shape (segment by segment)
-    // and row by row.
+    // and row by row; a segment of column reductions, one tile of columns per item.
     std::vector<ItemPart> parts;
-    if (!row && !transposed && !tiledMatmul && elementsPerItem(*group, target) == 1)
-      for (const Segment& s : group->segments)
-        parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back(), readsTransposed(*group, s.shape)});
+    std::vector<std::optional<ColumnTiles>> columns;
+    if (loopsByPart(*group, target))
+      for (const Segment& s : group->segments) {
+        columns.push_back(columnTilesOf(*group, s, target));
+        if (columns.back()) parts.push_back({columns.back()->items(), 0, false});
+        else parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back(), readsTransposed(*group, s.shape)});
+      }
     llvm::Function* kernel = target.emitKernel(
         module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target), parts,
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
             llvm::Value* lane, llvm::Value* column, int part) {
           ElementEmitter emitter(b, target, *group, buffers, status, errors);
           if (column) emitter.setItemColumn(item, column, parts[static_cast<size_t>(part)].rowLength);
-          if (part >= 0) emitter.emitSegmentItem(static_cast<size_t>(part), item);
+          if (part >= 0 && columns[static_cast<size_t>(part)])
+            emitter.emitColumnTileItem(static_cast<size_t>(part), *columns[static_cast<size_t>(part)], item);
+          else if (part >= 0) emitter.emitSegmentItem(static_cast<size_t>(part), item);
           else if (row) emitter.emitRow(item, lane);
           else if (transposed) emitter.emitTileItem(*transposed, item, lane);
           else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codegen/column_reduction.h"
 #include "codegen/library_call.h"
 #include "codegen/nvptx_target.h"
 #include "codegen/optimize.h"
@@ -33,6 +34,17 @@ std::string gpuStrategy(const KernelGroup& group) {
   return "";
 }
 
+// How the CPU walks the kernel, where that is not element by element, row by row
+// (column_reduction.h).
+std::string cpuStrategy(const KernelGroup& group) {
+  if (group.kind != KernelKind::Loop) return "";
+  std::string segments;
+  for (const Segment& s : group.segments)
+    if (columnTiles(group, s)) segments += (segments.empty() ? "" : " and ") + shapeStr(s.shape);
+  if (segments.empty()) return "";
+  return "column reductions " + segments + " in tiles of " + std::to_string(kColumnTile) + " columns";
+}
+
 double flopsOf(const KernelGroup& group) {
   double flops = 0;
   for (const Op* op : group.ops) {
@@ -58,7 +70,7 @@ KernelReport reportKernel(const KernelGroup& group, const std::string& region, T
   KernelReport r;
   r.name = group.name;
   r.layout = layoutText(group);
-  if (std::string strategy = target == Target::Cuda ? gpuStrategy(group) : ""; !strategy.empty())
+  if (std::string strategy = target == Target::Cuda ? gpuStrategy(group) : cpuStrategy(group); !strategy.empty())
     r.layout += ", " + strategy;
   // A library kernel runs as a cuBLASLt/cuDNN call on the GPU, a oneDNN call on the CPU, when it
   // can; its generated kernel stays the fallback (for no algorithm at run time), so both are named.

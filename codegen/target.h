@@ -90,6 +90,10 @@ class TargetHooks {
   // (matmul_tile.h) go through shared-memory tiles: on the GPU, whose loads and stores are
   // coalesced per warp and whose blocks share a fast scratch memory.
   virtual bool sharedMemoryTiles() const { return false; }
+  // Whether loop kernels compute the outputs of a column reduction a tile at a time, reduced axes
+  // outside and the tile's columns inside (column_reduction.h): on the CPU, whose vectoriser only
+  // widens innermost loops. GPU threads of a warp walk neighbouring columns side by side already.
+  virtual bool tilesColumnReductions() const { return false; }
   // Whether float sums may be reassociated (still in f64): on the CPU, so that the loop vectoriser
   // keeps several partial sums in SIMD lanes; the order is fixed by the compiled code, so runs stay
   // bit-identical. The GPU orders its sums itself (lanes, warps, split stages).

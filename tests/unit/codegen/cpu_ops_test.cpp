@@ -28,6 +28,34 @@ TEST(CpuOps, Reductions) {
     check("%x: f32[3,0]", std::string(op) + " %x {axes = [1]}");
 }
 
+// Reductions that keep the innermost axis go a tile of 128 columns at a time, reduced axes outside
+// (codegen/column_reduction.h): whole and partial tiles (300 = 2 x 128 + 44), a middle axis, two
+// axes with keepdims, every reduce op and dtype, NaN and infinities; and a bias gradient's shape:
+// the full values and their column sum stored by one kernel, with an epilogue after the sum.
+TEST(CpuOps, ColumnReductionsInTiles) {
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"})
+    for (const char* t : kNumTypes)
+      for (bool specials : {false, true}) {
+        DiffOptions o{accumulateTolerance(), 1, specials};
+        check(std::string("%x: ") + t + "[37,300]", std::string(op) + " %x {axes = [0]}", o);
+        check(std::string("%x: ") + t + "[4,9,130]", std::string(op) + " %x {axes = [1]}", o);
+        check(std::string("%x: ") + t + "[5,3,16]", std::string(op) + " %x {axes = [0, 1], keepdims = true}", o);
+      }
+  auto biasGradient = parseOrFail(R"(func @main(%g: f32[256,1000], %a: f32[256,1000], %m: f32[1000]) -> (f32[256,1000], f32[1000]) {
+  %sq = mul %a, %a
+  %one = constant 1.0 : f32[]
+  %d = sub %one, %sq
+  %dz = mul %g, %d
+  %db = reduce_sum %dz {axes = [0]}
+  %mdb = mul %m, %db
+  %t = tanh %mdb
+  return %dz, %t
+}
+)");
+  ASSERT_TRUE(biasGradient);
+  expectSameAsInterpreter(*biasGradient->entry(), {accumulateTolerance()});
+}
+
 TEST(CpuOps, ArgReductions) {
   for (const char* op : {"argmax", "argmin"})
     for (const char* t : kNumTypes)

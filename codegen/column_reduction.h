@@ -1,0 +1,35 @@
+// Column reductions on the CPU: a reduction whose reduced axes leave its operand's innermost axis
+// (a bias gradient's sum over the batch, a mean over the rows of a matrix). Computed one output
+// at a time, each output walks down a column, one element per cache line, and LLVM's loop
+// vectoriser, which widens only innermost loops, cannot widen the walk. A loop kernel's segment
+// made of such outputs instead takes a tile of up to kColumnTile neighbouring outputs per work
+// item: one accumulator per output, the reduced axes outside and the tile's columns inside
+// (contiguous loads, vectorised), then the segment's outputs (the reductions' epilogues) from
+// the accumulators (element_emitter.h, emitColumnTileItem). GPU threads already walk neighbouring
+// columns side by side, so only targets that ask for it (TargetHooks::tilesColumnReductions) do this.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "codegen/kernel_plan.h"
+
+namespace kiln::codegen {
+
+inline constexpr int64_t kColumnTile = 128;  // outputs per work item: 512 bytes of an f32 row
+
+struct ColumnTiles {
+  // The reductions the segment's outputs are computed from at the segment's own shape whose
+  // reduced axes leave the innermost one, in program order.
+  std::vector<const Op*> reductions;
+  int64_t rows = 0;     // the segment's elements over its innermost dim
+  int64_t columns = 0;  // the segment's innermost dim
+  int64_t tilesPerRow() const { return (columns + kColumnTile - 1) / kColumnTile; }
+  int64_t items() const { return rows * tilesPerRow(); }
+};
+
+// The tiles of `segment` of the loop kernel `group`, or nothing when no output of it is computed
+// from a column reduction, or its rows are too short (under 8 columns) to vectorise.
+std::optional<ColumnTiles> columnTiles(const KernelGroup& group, const Segment& segment);
+
+}  // namespace kiln::codegen
