@@ -690,20 +690,30 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
   const bool ints = isInt(a->type().dtype);
   DType at = a->type().dtype, ct = c->type().dtype;
   SharedTile tileA(b, target_, storageType(at), "tile_a"), tileB(b, target_, storageType(ct), "tile_b");
-  llvm::Value* bufferA = buffers_[static_cast<size_t>(inputIndex_.at(a))];
-  llvm::Value* bufferB = buffers_[static_cast<size_t>(inputIndex_.at(c))];
-  // Element (row, col) of an operand into a tile, or zero outside the operand.
-  auto fetch = [&](llvm::Value* buffer, const Value* operand, const Shape& operandBatch, llvm::Value* row,
-                   llvm::Value* col, int64_t rows, int64_t cols) {
-    llvm::Type* storage = storageType(operand->type().dtype);
-    llvm::Value* in = b.CreateAnd(b.CreateICmpULT(row, i64(rows)), b.CreateICmpULT(col, i64(cols)));
+  // Element (row, col) of operand i's matrix as stored (transposed: the operand's (col, row)), or
+  // zero outside it.
+  auto fetch = [&](size_t i, const Shape& operandBatch, llvm::Value* row, llvm::Value* col) {
+    const Value* stored = tile.stored[i];
+    const Shape& shape = stored->type().shape;
+    llvm::Value* buffer = buffers_[static_cast<size_t>(inputIndex_.at(stored))];
+    llvm::Type* storage = storageType(stored->type().dtype);
+    llvm::Value* in = b.CreateAnd(b.CreateICmpULT(row, i64(shape[shape.size() - 2])), b.CreateICmpULT(col, i64(shape.back())));
     return ifThen(in, [&] {
       Index index = broadcastIndex(batchIndex, operandBatch, batch);
       index.push_back(row);
       index.push_back(col);
-      llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffer, linearize(index, operand->type().shape));
+      llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffer, linearize(index, shape));
       return Values{b.CreateLoad(storage, ptr)};
     }, {llvm::Constant::getNullValue(storage)})[0];
+  };
+  // Operand i's tile element (r, tx) of the tile at (firstRow, firstCol) in the operand: a warp
+  // reads 32 neighbours of the stored matrix either way; stored transposed, it reads the stored
+  // (firstCol + r, firstRow + tx) and writes it to the tile at (tx, r), the padded tile's other
+  // direction, so the tile always holds the operand untransposed.
+  auto fill = [&](size_t i, SharedTile& to, const Shape& operandBatch, llvm::Value* firstRow, llvm::Value* firstCol,
+                  llvm::Value* r) {
+    if (tile.transposed[i]) to.store(tx, r, fetch(i, operandBatch, b.CreateAdd(firstCol, r), b.CreateAdd(firstRow, tx)));
+    else to.store(r, tx, fetch(i, operandBatch, b.CreateAdd(firstRow, r), b.CreateAdd(firstCol, tx)));
   };
   const int64_t rowsPerThread = kTile / kTileRows;
   Values zeros(static_cast<size_t>(rowsPerThread), ints ? i64(0) : f64(0.0));
@@ -713,8 +723,8 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
     for (int64_t r = 0; r < kTile; r += kTileRows) {
       llvm::Value* row = b.CreateAdd(ty, i64(r));
       // A[firstM + row][firstK + tx] and B[firstK + row][firstN + tx]: a warp reads 32 neighbours.
-      tileA.store(row, tx, fetch(bufferA, a, batchA, b.CreateAdd(firstM, row), b.CreateAdd(firstK, tx), m, k));
-      tileB.store(row, tx, fetch(bufferB, c, batchB, b.CreateAdd(firstK, row), b.CreateAdd(firstN, tx), k, n));
+      fill(0, tileA, batchA, firstM, firstK, row);
+      fill(1, tileB, batchB, firstK, firstN, row);
     }
     target_.syncBlock(b);
     // Past K both tiles hold zeros, which add nothing (0 * 0).

@@ -10,10 +10,14 @@
 #include <optional>
 #include <unordered_set>
 
-#include "codegen/epilogue_match.h"
+#include "passes/epilogue_match.h"
 #include "ir/constant_data.h"
+#include "ir/shape_rules.h"
 
 namespace kiln::codegen {
+
+using passes::Activation;
+using passes::classifyActivation;
 
 namespace {
 
@@ -77,11 +81,9 @@ struct Epilogue {
   std::string reason;  // set: the generated kernel runs the group
 };
 
-// `isBias` says whether an add's other operand is a bias the library adds; `biasText` describes
-// such a bias for the reason when it is not; `library` names the library in reasons.
-template <class IsBias>
-Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const IsBias& isBias, const std::string& biasText,
-                       const std::string& library) {
+// `biasText` describes the bias the library adds (passes::isLibraryBias) for the reason when an
+// add's other operand is not one; `library` names the library in reasons.
+Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const std::string& biasText, const std::string& library) {
   Epilogue e;
   std::vector<const Op*> ops = downstreamOf(group, hero);
   const Value* result = ops.empty() ? hero.result() : ops.back()->result();
@@ -97,7 +99,7 @@ Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const IsBias& i
   if (!ops.empty() && ops[0]->kind() == OpKind::Add && ops[0]->operand(0) != ops[0]->operand(1)) {
     const Value* other = ops[0]->operand(0) == x ? ops[0]->operand(1) : ops[0]->operand(0);
     if (!isImmediateConstant(other)) {  // adding an immediate is no bias buffer: judged below with the other ops
-      if (!isBias(*other))
+      if (!passes::isLibraryBias(hero, *other))
         e.reason = "add of " + valueText(other) + " is not " + biasText + ", which is all " + library + " adds";
       else if ((e.biasBuffer = bufferOf(group, other)) < 0)
         e.reason = "the bias " + valueText(other) + " is computed in the kernel";
@@ -138,13 +140,18 @@ std::optional<int64_t> batchStride(const Shape& operandBatch, const Shape& out, 
   return std::nullopt;
 }
 
-// A bias add's other operand: a buffer of n values, one per column of C (the last dim of the
-// matmul result, or a single value when C has one column).
-bool isColumnBias(const Value& bias, const Shape& result, int64_t n, bool bIsVector) {
-  const Shape& s = bias.type().shape;
-  if (bias.type().numElements() == 1) return n == 1;
-  if (bIsVector || s.empty() || s.size() > result.size() || s.back() != n) return false;
-  return std::all_of(s.begin(), s.end() - 1, [](int64_t d) { return d == 1; });
+// A matmul operand's buffer: the value's own, or, for a transpose of the last two axes of a
+// buffer (passes/fusion_rules.cpp lets a library kernel hold one), that buffer read transposed.
+struct OperandBuffer {
+  int buffer = -1;
+  bool transposed = false;
+};
+OperandBuffer operandBuffer(const KernelGroup& group, const Value* operand) {
+  const Op* op = operand->definingOp();
+  bool inGroup = op && std::find(group.ops.begin(), group.ops.end(), op) != group.ops.end();
+  if (inGroup && op->kind() == OpKind::Transpose && swapsLastTwoAxes(op->intsAttr("perm")))
+    return {bufferOf(group, op->operand(0)), true};
+  return {bufferOf(group, operand), false};
 }
 
 LibraryCall selectMatmul(const KernelGroup& group, const Op& hero, const std::string& lib) {
@@ -174,8 +181,12 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero, const std::st
                            " broadcast in a way one strided batch cannot express"};
   call.batchStrideA = *strideA;
   call.batchStrideB = *strideB;
-  // A batch only A has is just more rows of one matrix: [batch*m, k] @ [k, n], C stays contiguous.
-  if (call.batch > 1 && call.batchStrideB == 0 && call.batchStrideA == call.m * call.k) {
+  OperandBuffer bufferA = operandBuffer(group, hero.operand(0)), bufferB = operandBuffer(group, hero.operand(1));
+  call.a = bufferA.buffer, call.transposeA = bufferA.transposed;
+  call.b = bufferB.buffer, call.transposeB = bufferB.transposed;
+  // A batch only A has is just more rows of one matrix: [batch*m, k] @ [k, n], C stays contiguous
+  // (not so for A stored transposed, whose rows are then k apart in each matrix).
+  if (call.batch > 1 && call.batchStrideB == 0 && call.batchStrideA == call.m * call.k && !call.transposeA) {
     call.m *= call.batch;
     call.batch = 1;
     call.batchStrideA = 0;
@@ -184,15 +195,11 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero, const std::st
     return GeneratedKernel{"empty matmul (a dimension is 0)"};
   if (!fitsInt32({call.m, call.n, call.k, call.batch}))
     return GeneratedKernel{"matmul dimensions beyond int32, which " + lib + "'s layouts take"};
-  call.a = bufferOf(group, hero.operand(0));
-  call.b = bufferOf(group, hero.operand(1));
   if (call.a < 0 || call.b < 0) return GeneratedKernel{"a matmul operand is computed in the kernel"};
   call.output = static_cast<int>(group.inputs.size());
 
-  const Shape& shape = hero.result()->type().shape;
   Epilogue e = splitEpilogue(
-      group, hero, [&](const Value& bias) { return isColumnBias(bias, shape, call.n, b.size() == 1); },
-      "a bias of " + std::to_string(call.n) + " values, one per output column", lib);
+      group, hero, "a bias of " + std::to_string(call.n) + " values, one per output column", lib);
   if (!e.reason.empty()) return GeneratedKernel{e.reason};
   if (e.activation == Activation::GeluErf)
     return GeneratedKernel{"gelu is the erf form (approximate = \"none\"); " + lib + "'s GELU epilogue (as kiln uses it) is the tanh approximation"};
@@ -207,14 +214,6 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero, const std::st
   if (dtype == DType::F64 && call.epilogue != MatmulEpilogue::None)
     return GeneratedKernel{"f64 matmul with an epilogue: kiln uses " + lib + "'s epilogues for f32, f16 and bf16 only"};
   return call;
-}
-
-// A conv2d bias: one value per output channel, [o,1,1] or [1,o,1,1] against y's [n,o,h,w].
-bool isChannelBias(const Value& bias, int64_t channels) {
-  Shape s = bias.type().shape;
-  if (s.size() > 4) return false;
-  s.insert(s.begin(), 4 - s.size(), 1);
-  return s[0] == 1 && s[2] == 1 && s[3] == 1 && s[1] == channels;
 }
 
 // The convolution's x, w and y shapes, whichever of them the hero computes.
@@ -270,8 +269,7 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
   call.weights = second;
 
   Epilogue e = splitEpilogue(
-      group, hero, [&](const Value& bias) { return isChannelBias(bias, call.o); },
-      "a per-channel bias [1," + std::to_string(call.o) + ",1,1]", lib);
+      group, hero, "a per-channel bias [1," + std::to_string(call.o) + ",1,1]", lib);
   if (!e.reason.empty()) return GeneratedKernel{e.reason};
   if (e.hasActivation && e.activation != Activation::Relu)
     return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not relu, the one activation " + lib + " fuses"};
@@ -343,9 +341,13 @@ const char* epilogueName(ConvEpilogue epilogue) {
 
 std::string describeLibraryCall(const LibraryCall& call, Target target) {
   std::string blas = target == Target::Cpu ? "oneDNN" : "cuBLASLt", dnn = target == Target::Cpu ? "oneDNN" : "cuDNN";
-  if (const auto* m = std::get_if<MatmulCall>(&call))
-    return m->epilogue == MatmulEpilogue::None ? blas + " matmul (no epilogue)"
-                                               : blas + " matmul (epilogue " + epilogueName(m->epilogue) + ")";
+  if (const auto* m = std::get_if<MatmulCall>(&call)) {
+    std::string operands = m->transposeA || m->transposeB
+                               ? std::string(" of ") + (m->transposeA ? "A^T" : "A") + " and " + (m->transposeB ? "B^T" : "B")
+                               : "";
+    return m->epilogue == MatmulEpilogue::None ? blas + " matmul" + operands + " (no epilogue)"
+                                               : blas + " matmul" + operands + " (epilogue " + epilogueName(m->epilogue) + ")";
+  }
   if (const auto* c = std::get_if<ConvCall>(&call)) {
     if (c->direction == ConvDirection::BackwardData) return dnn + " conv2d backward-data";
     if (c->direction == ConvDirection::BackwardFilter) return dnn + " conv2d backward-filter";
@@ -361,10 +363,16 @@ ColumnMajorGemm columnMajorGemm(const MatmulCall& call) {
   g.n = call.m;
   g.k = call.k;
   g.first = call.b;  // B^T: n x k column-major is row-major B [k,n] as stored
-  g.ldFirst = call.n;
+  g.transFirst = call.transposeB;  // else the buffer is B^T [n,k] row-major: k x n column-major
+  g.rowsFirst = call.transposeB ? call.k : call.n;
+  g.colsFirst = call.transposeB ? call.n : call.k;
+  g.ldFirst = g.rowsFirst;
   g.strideFirst = call.batchStrideB;
   g.second = call.a;  // A^T: k x m column-major is row-major A [m,k] as stored
-  g.ldSecond = call.k;
+  g.transSecond = call.transposeA;  // else the buffer is A^T [k,m] row-major: m x k column-major
+  g.rowsSecond = call.transposeA ? call.m : call.k;
+  g.colsSecond = call.transposeA ? call.k : call.m;
+  g.ldSecond = g.rowsSecond;
   g.strideSecond = call.batchStrideA;
   g.output = call.output;  // C^T: n x m column-major is row-major C [m,n]
   g.ldOutput = call.n;

@@ -28,6 +28,9 @@ struct MatmulCall {
   int64_t batchStrideA = 0;         // elements between A's matrices; 0 when A is broadcast
   int64_t batchStrideB = 0;         // the same for B
   int a = -1, b = -1, bias = -1, output = -1;  // buffer indices; bias is -1 without a bias add
+  // The buffer holds the operand transposed (A as [batch?,k,m], B as [batch?,n,k]): the group
+  // computes the operand as a transpose of its last two axes, which the library reads in place.
+  bool transposeA = false, transposeB = false;
   MatmulEpilogue epilogue = MatmulEpilogue::None;
 
   bool operator==(const MatmulCall&) const = default;
@@ -82,12 +85,16 @@ std::string describeLibraryCall(const LibraryCall& call, Target target = Target:
 
 // A row-major MatmulCall as the column-major GEMM cuBLASLt computes. Row-major C[m,n] is
 // column-major C^T[n,m] with leading dimension n, so C = A @ B is C^T = B^T @ A^T: cuBLASLt's
-// first operand is kiln's B (n x k, ld n), its second is kiln's A (k x m, ld k), neither
-// transposed, and its output has n rows, which is why a bias of length n (one value per column of
-// kiln's C) is cuBLASLt's per-row bias.
+// first operand is kiln's B (n x k, ld n), its second is kiln's A (k x m, ld k), and its output
+// has n rows, which is why a bias of length n (one value per column of kiln's C) is cuBLASLt's
+// per-row bias. A kiln operand stored transposed (B as [n,k] row-major) is the column-major k x n
+// matrix with ld k, which cuBLASLt takes with CUBLAS_OP_T: its layout is then k x n (rows x cols
+// as stored, before the op).
 struct ColumnMajorGemm {
   int64_t m = 0, n = 0, k = 0;             // cuBLASLt's: m = kiln n, n = kiln m
   int first = -1, second = -1, output = -1; // buffer indices of cuBLASLt's A, B and D (C = D)
+  bool transFirst = false, transSecond = false;  // CUBLASLT_MATMUL_DESC_TRANSA, TRANSB
+  int64_t rowsFirst = 0, colsFirst = 0, rowsSecond = 0, colsSecond = 0;  // as stored
   int64_t ldFirst = 0, ldSecond = 0, ldOutput = 0;
   int64_t strideFirst = 0, strideSecond = 0, strideOutput = 0;  // batch strides in elements
   int64_t batch = 1;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ir/shape_rules.h"
+
 namespace kiln::codegen {
 
 int64_t MatmulTile::tiles() const {
@@ -20,17 +22,37 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group) {
     return std::nullopt;
   for (const Value* out : group.outputs)
     if (out->type().shape != tile.shape) return std::nullopt;
+  auto isInput = [&](const Value* v) { return std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end(); };
+  // A transpose of an input's last two axes, read in place as a transposed operand.
+  auto transposedInput = [&](const Op* op) {
+    return op->kind() == OpKind::Transpose && swapsLastTwoAxes(op->intsAttr("perm")) && isInput(op->operand(0));
+  };
   for (const Op* op : group.ops) {
     if (op->kind() == OpKind::Matmul && !tile.matmul) {
       tile.matmul = op;
       continue;
     }
+    if (transposedInput(op)) continue;  // checked below to be a matmul operand
     if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != tile.shape) return std::nullopt;
   }
   if (!tile.matmul || tile.matmul->result()->type().shape != tile.shape) return std::nullopt;
-  for (const Value* operand : tile.matmul->operands()) {
+  for (const Op* op : group.ops)
+    if (op != tile.matmul && transposedInput(op) && op->result() != tile.matmul->operand(0) &&
+        op->result() != tile.matmul->operand(1))
+      return std::nullopt;
+  for (size_t i = 0; i < 2; ++i) {
+    const Value* operand = tile.matmul->operand(i);
     if (operand->type().rank() < 2) return std::nullopt;
-    if (std::find(group.inputs.begin(), group.inputs.end(), operand) == group.inputs.end()) return std::nullopt;
+    const Op* producer = operand->definingOp();
+    bool inGroup = producer && std::find(group.ops.begin(), group.ops.end(), producer) != group.ops.end();
+    if (inGroup && transposedInput(producer)) {
+      tile.stored[i] = producer->operand(0);
+      tile.transposed[i] = true;
+    } else if (isInput(operand)) {
+      tile.stored[i] = operand;
+    } else {
+      return std::nullopt;
+    }
   }
   tile.k = tile.matmul->operand(0)->type().shape.back();
   return tile;

@@ -16,7 +16,11 @@
 namespace kiln::codegen {
 
 struct MatmulTile {
-  const Op* matmul = nullptr;  // both operands are group inputs of rank 2 or more
+  const Op* matmul = nullptr;  // both operands of rank 2 or more
+  // The group inputs the operands are read from: each the operand itself, or the input of a
+  // transpose of its last two axes in the group (transposed = true), read in place.
+  const Value* stored[2] = {nullptr, nullptr};
+  bool transposed[2] = {false, false};
   Shape shape;                 // the output's: batch..., M, N
   int64_t k = 0;
   // Blocks: every batch index times the tiles of [M, N].
@@ -24,8 +28,8 @@ struct MatmulTile {
 };
 
 // The tile layout of `group`, or nothing when it is not a loop kernel of one segment whose ops
-// are one matmul of two inputs (no vector operand) followed by elementwise ops on its shape, or
-// when M or N is under kTile.
+// are one matmul of two inputs (no vector operand; either may be transposed in the group)
+// followed by elementwise ops on its shape, or when M or N is under kTile.
 std::optional<MatmulTile> matmulTile(const KernelGroup& group);
 
 }  // namespace kiln::codegen

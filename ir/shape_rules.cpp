@@ -104,6 +104,14 @@ Expected<std::vector<SliceAxis>> resolveSlice(const Shape& shape, const std::vec
   return out;
 }
 
+bool swapsLastTwoAxes(const std::vector<int64_t>& perm) {
+  size_t r = perm.size();
+  if (r < 2) return false;
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
+}
+
 Expected<Shape> matmulShape(const Shape& a, const Shape& b) {
   if (a.empty() || b.empty()) return Error("operands must have rank >= 1, got " + shapeStr(a) + " and " + shapeStr(b));
   Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;

@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/shape_rules.h"
+#include "passes/epilogue_match.h"
 #include "passes/row_structure.h"
 
 namespace kiln::passes {
@@ -120,6 +122,14 @@ class GroupView {
   std::unordered_set<const Op*> inGroup_;
 };
 
+// A matmul operand that is a transpose of the last two axes of a value read from memory: the
+// library reads that value as a transposed operand (cuBLASLt's and oneDNN's transposed layouts,
+// codegen/library_call.h), so the transpose costs no kernel and no copy.
+bool isTransposedOperand(const Op& op, const Op& hero, const GroupView& group) {
+  return hero.kind() == OpKind::Matmul && op.kind() == OpKind::Transpose && swapsLastTwoAxes(op.intsAttr("perm")) &&
+         !group.internal(op.operand(0));
+}
+
 // A single main op (one reduction, or one library op) whose in-group consumers are elementwise
 // ops of its result's shape (an epilogue), and whose in-group producers it does not re-read.
 std::string judgeSingleHero(const std::vector<const Op*>& ops, const GroupView& group, const Op& hero, bool library) {
@@ -137,20 +147,23 @@ std::string judgeSingleHero(const std::vector<const Op*>& ops, const GroupView& 
         }
   }
   std::unordered_set<const Value*> downstream{hero.result()};
+  std::vector<const Op*> epilogue;
   for (const Op* op : ops) {
     if (op == &hero) continue;
     bool after = std::any_of(op->operands().begin(), op->operands().end(),
                              [&](const Value* v) { return downstream.count(v) > 0; });
     if (!after) {
-      if (library && std::find(hero.operands().begin(), hero.operands().end(), op->result()) != hero.operands().end())
+      bool operand = std::find(hero.operands().begin(), hero.operands().end(), op->result()) != hero.operands().end();
+      if (library && operand && !isTransposedOperand(*op, hero, group))
         return std::string(hero.name()) + " reads its operands from memory (a library call)";
       continue;
     }
     if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != shape)
       return std::string(op->name()) + " after " + std::string(hero.name()) + " is not an elementwise epilogue of its shape";
     downstream.insert(op->result());
+    epilogue.push_back(op);
   }
-  return "";
+  return library ? libraryEpilogueProblem(hero, epilogue) : "";
 }
 
 }  // namespace

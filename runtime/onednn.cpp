@@ -45,17 +45,20 @@ const Engine& engine() {
   return e;
 }
 
-// A row-major descriptor of `batch` matrices rows x cols, `batchStride` elements apart (0: one
-// matrix broadcast over the batch); 2-d when the call has no batch.
-dnnl_memory_desc_t matrixDesc(int64_t batch, int64_t rows, int64_t cols, int64_t batchStride, bool batched) {
+// A descriptor of `batch` matrices rows x cols, `batchStride` elements apart (0: one matrix
+// broadcast over the batch); 2-d when the call has no batch. Row-major, or column-major where the
+// buffer holds the matrix transposed (a MatmulCall's transposeA/transposeB).
+dnnl_memory_desc_t matrixDesc(int64_t batch, int64_t rows, int64_t cols, int64_t batchStride, bool batched,
+                              bool transposed = false) {
   dnnl_memory_desc_t md;
+  int64_t rowStride = transposed ? 1 : cols, colStride = transposed ? rows : 1;
   if (batched) {
     dnnl_dims_t dims = {batchStride == 0 ? 1 : batch, rows, cols};
-    dnnl_dims_t strides = {batchStride == 0 ? rows * cols : batchStride, cols, 1};
+    dnnl_dims_t strides = {batchStride == 0 ? rows * cols : batchStride, rowStride, colStride};
     dnnl_memory_desc_init_by_strides(&md, 3, dims, dnnl_f32, strides);
   } else {
     dnnl_dims_t dims = {rows, cols};
-    dnnl_dims_t strides = {cols, 1};
+    dnnl_dims_t strides = {rowStride, colStride};
     dnnl_memory_desc_init_by_strides(&md, 2, dims, dnnl_f32, strides);
   }
   return md;
@@ -203,8 +206,8 @@ struct OnednnCall::State {
   Status matmul(const codegen::MatmulCall& call) {
     if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 matmuls only");
     bool batched = call.batch > 1;
-    dnnl_memory_desc_t a = matrixDesc(call.batch, call.m, call.k, call.batchStrideA, batched);
-    dnnl_memory_desc_t b = matrixDesc(call.batch, call.k, call.n, call.batchStrideB, batched);
+    dnnl_memory_desc_t a = matrixDesc(call.batch, call.m, call.k, call.batchStrideA, batched, call.transposeA);
+    dnnl_memory_desc_t b = matrixDesc(call.batch, call.k, call.n, call.batchStrideB, batched, call.transposeB);
     dnnl_memory_desc_t c = matrixDesc(call.batch, call.m, call.n, call.m * call.n, batched);
     dnnl_memory_desc_t bias = matrixDesc(1, 1, call.n, 0, batched);
     std::vector<Arg> args = {{DNNL_ARG_SRC, a, call.a}, {DNNL_ARG_WEIGHTS, b, call.b}, {DNNL_ARG_DST, c, call.output}};

@@ -156,8 +156,14 @@ Expected<CublasLt::Plan*> CublasLt::plan(const PlanKey& key, const std::vector<C
                   &stride, sizeof(stride));
     return {};
   };
-  KILN_TRY(layout(&plan->first, g.m, g.k, g.ldFirst, g.strideFirst));
-  KILN_TRY(layout(&plan->second, g.k, g.n, g.ldSecond, g.strideSecond));
+  for (auto [attribute, transposed] : {std::pair{CUBLASLT_MATMUL_DESC_TRANSA, g.transFirst},
+                                       std::pair{CUBLASLT_MATMUL_DESC_TRANSB, g.transSecond}}) {
+    if (!transposed) continue;
+    int32_t op = CUBLAS_OP_T;
+    KILN_CUBLASLT(cublasLtMatmulDescSetAttribute, kernel, plan->desc, attribute, &op, sizeof(op));
+  }
+  KILN_TRY(layout(&plan->first, g.rowsFirst, g.colsFirst, g.ldFirst, g.strideFirst));
+  KILN_TRY(layout(&plan->second, g.rowsSecond, g.colsSecond, g.ldSecond, g.strideSecond));
   KILN_TRY(layout(&plan->output, g.m, g.n, g.ldOutput, g.strideOutput));
 
   cublasLtMatmulPreference_t preference = nullptr;

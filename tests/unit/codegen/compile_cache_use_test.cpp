@@ -20,7 +20,7 @@ using codegen::CompileOptions;
 const char* kProgram =
     "func @main(%x: f32[8,16], %w: f32[16,4]) -> f32[8,4] {\n"
     "  %h = matmul %x, %w\n"
-    "  %y = tanh %h\n"
+    "  %y = relu %h\n"
     "  return %y\n"
     "}\n";
 
@@ -38,7 +38,7 @@ class CacheUse : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   const Function& f() const { return *module_->entry(); }
-  // kProgram is one kernel (the matmul with its tanh epilogue): one object, one key.
+  // kProgram is one kernel (the matmul with its relu epilogue): one object, one key.
   std::string key(const CompileOptions& options = {}) const {
     std::vector<std::string> keys = codegen::cpuObjectCacheKeys(f(), options);
     EXPECT_EQ(keys.size(), 1u);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/matmul_tile.h"
+#include "passes/pass_manager.h"
 #include "tests/unit/codegen/cpu_test_util.h"
 
 namespace kiln::test {
@@ -79,6 +80,54 @@ TEST(GpuMatmulTile, FusedEpilogues) {
   return %h, %t
 }
 )");
+}
+
+// A backward pass's products, X^T @ dY and dY @ W^T: fusion puts the transpose of the last two
+// axes in the matmul's kernel, and the tile reads the untransposed input in place (coalesced,
+// written into the tile the other way round).
+const char* kTransposed = R"(func @f(%x: f32[50,64], %dy: f32[50,40], %w: f32[33,40]) -> (f32[64,40], f32[50,33]) {
+  %xt = transpose %x {perm = [1, 0]}
+  %dw = matmul %xt, %dy
+  %wt = transpose %w {perm = [1, 0]}
+  %dx = matmul %dy, %wt
+  return %dw, %dx
+}
+)";
+
+TEST(MatmulTile, ReadsTransposedOperandsInPlace) {
+  auto m = parseOrFail(kTransposed);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(passes::runPasses(*m, {"fusion"}).ok());
+  auto plan = codegen::planFunction(*m->entry());
+  ASSERT_EQ(plan->groups.size(), 2u);
+  auto dw = codegen::matmulTile(plan->groups[0]), dx = codegen::matmulTile(plan->groups[1]);
+  ASSERT_TRUE(dw && dx);
+  EXPECT_TRUE(dw->transposed[0] && !dw->transposed[1]);
+  EXPECT_EQ(dw->stored[0]->name(), "x");
+  EXPECT_TRUE(!dx->transposed[0] && dx->transposed[1]);
+  EXPECT_EQ(dx->stored[1]->name(), "w");
+}
+
+TEST(GpuMatmulTile, TransposedOperands) {
+  DiffOptions specials;
+  specials.specials = true;
+  expectMatches(kTransposed, specials);
+  // Both transposed, batched, partial tiles; and integers.
+  expectMatches(R"(func @f(%a: f32[2,70,40], %b: f32[2,33,70]) -> f32[2,40,33] {
+  %at = transpose %a {perm = [0, 2, 1]}
+  %bt = transpose %b {perm = [0, 2, 1]}
+  %y = matmul %at, %bt
+  return %y
+}
+)");
+  DiffOptions ints;
+  ints.intBound = 20;
+  expectMatches(R"(func @f(%a: i32[45,40], %b: i32[45,36]) -> i32[40,36] {
+  %at = transpose %a {perm = [1, 0]}
+  %y = matmul %at, %b
+  return %y
+}
+)", ints);
 }
 
 }  // namespace

@@ -37,13 +37,18 @@ TEST(KernelDedup, RepeatedBlocksShareOneKernel) {
     options.target = target;
     auto stages = compileStages(*m->entry(), options, nullptr);
     ASSERT_TRUE(stages.ok()) << stages.error().str();
-    ASSERT_EQ(stages->kernels.size(), 3u);  // one per block: matmul with its relu + add epilogue
-    // The second block's kernel runs the first block's code; the third's does not (its epilogue
-    // multiplies by 3).
-    EXPECT_EQ(stages->symbols.size(), 1u) << (target == Target::Cpu ? "cpu" : "cuda");
-    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[1]), stages->kernels[0]);
-    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[2]), stages->kernels[2]);
-    EXPECT_EQ(stages->unoptimizedIR.find("@" + stages->kernels[1] + "("), std::string::npos);
+    // Per block the matmul, then relu and the residual add (which no library applies) as a loop
+    // kernel; the third block's matmul, then its own epilogue (times 3, plus the residual).
+    ASSERT_EQ(stages->kernels.size(), 6u);
+    // The second block's kernels and the third's matmul run the first block's code; the third's
+    // epilogue does not.
+    EXPECT_EQ(stages->symbols.size(), 3u) << (target == Target::Cpu ? "cpu" : "cuda");
+    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[2]), stages->kernels[0]);
+    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[3]), stages->kernels[1]);
+    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[4]), stages->kernels[0]);
+    EXPECT_EQ(symbolOf(stages->symbols, stages->kernels[5]), stages->kernels[5]);
+    for (size_t shared : {2, 3, 4})
+      EXPECT_EQ(stages->unoptimizedIR.find("@" + stages->kernels[shared] + "("), std::string::npos);
   }
 }
 

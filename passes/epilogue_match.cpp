@@ -1,12 +1,13 @@
 // classifyActivation: evaluate the epilogue ops in double on sample points.
-#include "codegen/epilogue_match.h"
+#include "passes/epilogue_match.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <optional>
 #include <unordered_map>
 
-namespace kiln::codegen {
+namespace kiln::passes {
 
 namespace {
 
@@ -98,4 +99,42 @@ Activation classifyActivation(const std::vector<const Op*>& ops, const Value* x)
   return Activation::Other;
 }
 
-}  // namespace kiln::codegen
+bool isLibraryBias(const Op& hero, const Value& bias) {
+  Shape s = bias.type().shape;
+  const Shape& result = hero.result()->type().shape;
+  if (hero.kind() == OpKind::Matmul) {
+    bool bIsVector = hero.operand(1)->type().rank() == 1;
+    int64_t n = bIsVector ? 1 : result.back();  // NumPy's 1-D promotion: B [k] is [k,1]
+    if (bias.type().numElements() == 1) return n == 1;
+    if (bIsVector || s.empty() || s.size() > result.size() || s.back() != n) return false;
+    return std::all_of(s.begin(), s.end() - 1, [](int64_t d) { return d == 1; });
+  }
+  if (hero.kind() != OpKind::Conv2d || s.size() > 4 || result.size() != 4) return false;
+  s.insert(s.begin(), 4 - s.size(), 1);
+  return s[0] == 1 && s[2] == 1 && s[3] == 1 && s[1] == result[1];
+}
+
+std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue) {
+  bool matmul = hero.kind() == OpKind::Matmul;
+  DType t = hero.result()->type().dtype;
+  if ((!matmul && hero.kind() != OpKind::Conv2d) || epilogue.empty() || isInt(t)) return "";
+  std::string names;
+  for (const Op* op : epilogue) names += (names.empty() ? "" : ",") + std::string(op->name());
+  std::string what = "epilogue '" + names + "' after " + std::string(hero.name()) + " is not one a library applies (";
+  what += matmul ? "a bias add and/or relu or tanh-gelu)" : "a bias add, then relu)";
+  if (t == DType::F64) return what;
+  const Value* x = hero.result();
+  size_t first = 0;
+  const Op& add = *epilogue[0];
+  if (add.kind() == OpKind::Add && add.operand(0) != add.operand(1)) {
+    const Value* other = add.operand(0) == x ? add.operand(1) : add.operand(0);
+    if (isLibraryBias(hero, *other)) x = add.result(), first = 1;
+  }
+  std::vector<const Op*> activation(epilogue.begin() + static_cast<ptrdiff_t>(first), epilogue.end());
+  if (activation.empty()) return "";
+  Activation a = classifyActivation(activation, x);
+  bool applies = matmul ? a == Activation::Relu || a == Activation::GeluTanh : a == Activation::Relu && first == 1;
+  return applies ? "" : what;
+}
+
+}  // namespace kiln::passes

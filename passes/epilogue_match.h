@@ -1,0 +1,36 @@
+// What the elementwise ops after a library op compute, recognised by what they compute rather than
+// how they are written: the decompose pass has already expanded gelu into mul/add/tanh (or erf)
+// ops, with casts around them for f16/bf16, so the library call's epilogue is found by evaluating
+// those ops on sample points and comparing with the activations a library can apply.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace kiln::passes {
+
+enum class Activation { Relu, GeluTanh, GeluErf, Other };
+
+// `ops` (program order) must compute an elementwise function of `x` alone: each op elementwise,
+// reading only `x`, results of earlier ops in `ops`, and scalar constants. Returns which activation
+// that function is, or Other (also when the ops read anything else or use an op it cannot
+// evaluate). Sample points cover both signs and the range where erf- and tanh-gelu differ.
+Activation classifyActivation(const std::vector<const Op*>& ops, const Value* x);
+
+// Whether `bias`, added to the result of `hero`, is a bias cuBLASLt, cuDNN and oneDNN add on the
+// way out: one value per output column of a matmul (the last dim of its result, every other dim
+// 1; a single value where the result has one column), one per output channel of a conv2d
+// ([o,1,1] or [1,o,1,1] against [n,o,h,w]).
+bool isLibraryBias(const Op& hero, const Value& bias);
+
+// Why the elementwise ops after a matmul or conv2d (`epilogue`: every op of the group downstream
+// of `hero`, in program order) are not an epilogue the libraries apply, or "" when they are: a
+// bias add first, then an activation (relu or tanh-gelu after a matmul; relu after a conv2d's
+// bias), each optional; f64 takes none, integers any (no library computes them; the generated
+// kernel does). Anything else would make the whole group a generated kernel, far slower than the
+// library call followed by a loop kernel for the rest.
+std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue);
+
+}  // namespace kiln::passes
