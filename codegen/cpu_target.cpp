@@ -74,26 +74,60 @@ llvm::Value* callLibm(llvm::IRBuilder<>& b, const std::string& name, llvm::Array
   return call;
 }
 
-// f32 tanh in a few vector instructions and no call: libmvec's vector tanhf (and a vector expf
-// call, whose ABI spills every live register around it) cost more than the rest of an 8-op fused
-// elementwise chain. Both halves for every lane, one selected, the sign put back:
+// Horner's rule by fused multiply-adds, coefficients lowest degree first.
+llvm::Value* horner(llvm::IRBuilder<>& b, llvm::ArrayRef<double> coefficients, llvm::Value* at) {
+  llvm::Type* type = at->getType();
+  llvm::Value* sum = llvm::ConstantFP::get(type, coefficients.back());
+  for (size_t k = coefficients.size() - 1; k-- > 0;)
+    sum = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type}, {sum, at, llvm::ConstantFP::get(type, coefficients[k])});
+  return sum;
+}
+
+// f32 exp in a few vector instructions and no call: libmvec's vector expf is a call whose ABI
+// spills every live register around it, which in a softmax row (two exps per element, the row's
+// accumulators live) cost more than the arithmetic. e^x = 2^n 2^f with n = roundeven(x log2 e) and
+// f = x log2 e - n (the constant split in two, so f keeps its low bits); 2^f by a degree-6
+// polynomial on [-1/2, 1/2] fitted for kiln (least squares on the relative error: 1 ulp); 2^n
+// applied as two factors 2^(n/2) and 2^(n - n/2), each a normal float, so a result that
+// overflows is inf and one in the subnormal range is rounded once. x is clamped to [-104, 89],
+// beyond which e^x is 0 or inf in f32 (the clamped value gives them too); NaN is passed through.
+// tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
+llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
+  llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
+  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLT(x, c(-104.0)), c(-104.0),
+                                        b.CreateSelect(b.CreateFCmpOGT(x, c(89.0)), c(89.0), x));
+  clamped = b.CreateSelect(isNaN, c(0.0), clamped);  // no NaN reaches the integer conversion
+  constexpr double kLog2e = 1.4426950408889634;
+  const double kHigh = static_cast<float>(kLog2e), kLow = static_cast<float>(kLog2e - kHigh);
+  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(clamped, c(kHigh)));
+  llvm::Value* f = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
+                                     {clamped, c(kLow), b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {clamped, c(kHigh), b.CreateFNeg(n)})});
+  static constexpr double kExp2[] = {1.0, 0.6931471824645996, 0.24022646248340607, 0.05550328642129898,
+                                     0.009618489071726799, 0.0013399932067841291, 0.0001534580806037411};
+  llvm::Value* fraction = horner(b, kExp2, f);
+  // 2^k for an integer k in [-126, 127]: its biased exponent in the float's exponent field.
+  auto power = [&](llvm::Value* k) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), type);
+  };
+  llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
+  llvm::Value* half = b.CreateAShr(whole, 1);
+  llvm::Value* e = b.CreateFMul(b.CreateFMul(fraction, power(half)), power(b.CreateSub(whole, half)));
+  return b.CreateSelect(isNaN, x, e);
+}
+
+// f32 tanh in a few vector instructions and no call. Both halves for every lane, one selected,
+// the sign put back:
 //   |x| < 0.625:  x + x^3 P(x^2), P of degree 5 fitted for kiln (least squares on the relative
 //                 error over [0, 0.625]): under 1 ulp;
-//   |x| >= 0.625: 1 - 2 / (e + 1) with e = exp(2|x|) = 2^n 2^f: n = round(2|x| log2 e), f the rest
-//                 (the constant split in two, so f keeps its low bits), 2^f by a degree-6
-//                 polynomial on [-1/2, 1/2] fitted the same way (1 ulp), 2^n added to e's exponent.
-// |x| is capped at 10, past which tanh is 1 in f32 (from 9.01) and 2^n stays a normal float; NaN
-// passes the cap (the compare is false) and comes out NaN. tests/unit/codegen/vector_math_test.cpp
-// measures it over the whole float range.
+//   |x| >= 0.625: 1 - 2 / (e^(2|x|) + 1), e^(2|x|) by expInline (2|x| is exact).
+// |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN passes the cap (the compare
+// is false) and comes out NaN. tests/unit/codegen/vector_math_test.cpp measures it over the whole
+// float range.
 llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
-  auto horner = [&](llvm::ArrayRef<double> coefficients, llvm::Value* at) {
-    llvm::Value* sum = c(coefficients.back());
-    for (size_t k = coefficients.size() - 1; k-- > 0;)
-      sum = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type}, {sum, at, c(coefficients[k])});
-    return sum;
-  };
   llvm::Value* magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value* capped = b.CreateSelect(b.CreateFCmpOGT(magnitude, c(10.0)), c(10.0), magnitude);
   // Small: x + x^3 P(x^2).
@@ -101,18 +135,8 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
                                       0.021703990176320076, -0.00818463321775198, 0.002148957457393408};
   llvm::Value* y = b.CreateFMul(capped, capped);
   llvm::Value* small = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
-                                         {b.CreateFMul(capped, y), horner(kTanhP, y), capped});
-  // Large: e = exp(2|x|) = 2^(|x| K), K = 2 log2(e) as a float and the float of what is left.
-  constexpr double kK = 2.8853900817779268;
-  const double kHigh = static_cast<float>(kK), kLow = static_cast<float>(kK - kHigh);
-  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(capped, c(kHigh)));
-  llvm::Value* f = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
-                                     {capped, c(kLow), b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {capped, c(kHigh), b.CreateFNeg(n)})});
-  static constexpr double kExp2[] = {1.0, 0.6931471824645996, 0.24022646248340607, 0.05550328642129898,
-                                     0.009618489071726799, 0.0013399932067841291, 0.0001534580806037411};
-  llvm::Value* fraction = horner(kExp2, f);
-  llvm::Value* exponent = b.CreateShl(b.CreateFPToSI(n, b.getInt32Ty()), 23);
-  llvm::Value* e = b.CreateBitCast(b.CreateAdd(b.CreateBitCast(fraction, b.getInt32Ty()), exponent), type);
+                                         {b.CreateFMul(capped, y), horner(b, kTanhP, y), capped});
+  llvm::Value* e = expInline(b, b.CreateFAdd(capped, capped));
   llvm::Value* large = b.CreateFSub(c(1.0), b.CreateFDiv(c(2.0), b.CreateFAdd(e, c(1.0))));
   llvm::Value* tanh = b.CreateSelect(b.CreateFCmpOLT(capped, c(0.625)), small, large);
   return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, tanh, x);
@@ -122,9 +146,10 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
 
 llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) {
   llvm::Type* type = args[0]->getType();
+  if (fn == MathFn::Exp && type->isFloatTy()) return expInline(b, args[0]);
+  if (fn == MathFn::Tanh && type->isFloatTy()) return tanhInline(b, args[0]);
   if (llvm::Intrinsic::ID id = intrinsicId(fn); id != llvm::Intrinsic::not_intrinsic)
     return b.CreateIntrinsic(id, {type}, args);
-  if (fn == MathFn::Tanh && type->isFloatTy()) return tanhInline(b, args[0]);
   return callLibm(b, libmName(fn, type->isFloatTy()), args);
 }
 
