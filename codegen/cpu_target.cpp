@@ -83,15 +83,39 @@ llvm::Value* horner(llvm::IRBuilder<>& b, llvm::ArrayRef<double> coefficients, l
   return sum;
 }
 
-// f32 exp in a few vector instructions and no call: libmvec's vector expf is a call whose ABI
-// spills every live register around it, which in a softmax row (two exps per element, the row's
-// accumulators live) cost more than the arithmetic. e^x = 2^n 2^f with n = roundeven(x log2 e) and
-// f = x log2 e - n (the constant split in two, so f keeps its low bits); 2^f by a degree-6
-// polynomial on [-1/2, 1/2] fitted for kiln (least squares on the relative error: 1 ulp); 2^n
-// applied as two factors 2^(n/2) and 2^(n - n/2), each a normal float, so a result that
-// overflows is inf and one in the subnormal range is rounded once. x is clamped to [-104, 89],
-// beyond which e^x is 0 or inf in f32 (the clamped value gives them too); NaN is passed through.
-// tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
+// 2^t for f32 t = x * (kHigh + kLow) as 2^n 2^f: n = roundeven(t), f = t - n computed with the
+// constant split in two (so f keeps its low bits), 2^f by a degree-6 polynomial on [-1/2, 1/2]
+// fitted for kiln (least squares on the relative error: 1 ulp). `wide`: n anywhere in
+// [-150, 128], applied as two normal factors 2^(n/2) 2^(n - n/2), so a result that overflows is inf
+// and one in the subnormal range is rounded once; else n must keep 2^n 2^f a normal float, and is
+// added to the exponent bits (two instructions fewer, for tanh's e^(2|x|) with |x| <= 10).
+llvm::Value* exp2Split(llvm::IRBuilder<>& b, llvm::Value* x, double kHigh, double kLow, bool wide) {
+  llvm::Type* type = x->getType();
+  auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
+  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(x, c(kHigh)));
+  llvm::Value* f = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
+                                     {x, c(kLow), b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {x, c(kHigh), b.CreateFNeg(n)})});
+  static constexpr double kExp2[] = {1.0, 0.6931471824645996, 0.24022646248340607, 0.05550328642129898,
+                                     0.009618489071726799, 0.0013399932067841291, 0.0001534580806037411};
+  llvm::Value* fraction = horner(b, kExp2, f);
+  llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
+  if (!wide) return b.CreateBitCast(b.CreateAdd(b.CreateBitCast(fraction, b.getInt32Ty()), b.CreateShl(whole, 23)), type);
+  // 2^k for an integer k in [-126, 127]: its biased exponent in the float's exponent field.
+  auto power = [&](llvm::Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), type); };
+  llvm::Value* half = b.CreateAShr(whole, 1);
+  return b.CreateFMul(b.CreateFMul(fraction, power(half)), power(b.CreateSub(whole, half)));
+}
+
+// The float nearest `k`, and the float nearest what it leaves: k = high + low to twice f32's bits.
+std::pair<double, double> splitConstant(double k) {
+  double high = static_cast<float>(k);
+  return {high, static_cast<float>(k - high)};
+}
+
+// f32 exp in a few vector instructions and no call: e^x = 2^(x log2 e) by exp2Split over the whole
+// range. x is clamped to [-104, 89], beyond which e^x is 0 or inf in f32 (the clamped value gives
+// them too); NaN is passed through. tests/unit/codegen/vector_math_test.cpp measures it over the
+// whole float range.
 llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
@@ -99,29 +123,15 @@ llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLT(x, c(-104.0)), c(-104.0),
                                         b.CreateSelect(b.CreateFCmpOGT(x, c(89.0)), c(89.0), x));
   clamped = b.CreateSelect(isNaN, c(0.0), clamped);  // no NaN reaches the integer conversion
-  constexpr double kLog2e = 1.4426950408889634;
-  const double kHigh = static_cast<float>(kLog2e), kLow = static_cast<float>(kLog2e - kHigh);
-  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(clamped, c(kHigh)));
-  llvm::Value* f = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
-                                     {clamped, c(kLow), b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {clamped, c(kHigh), b.CreateFNeg(n)})});
-  static constexpr double kExp2[] = {1.0, 0.6931471824645996, 0.24022646248340607, 0.05550328642129898,
-                                     0.009618489071726799, 0.0013399932067841291, 0.0001534580806037411};
-  llvm::Value* fraction = horner(b, kExp2, f);
-  // 2^k for an integer k in [-126, 127]: its biased exponent in the float's exponent field.
-  auto power = [&](llvm::Value* k) {
-    return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), type);
-  };
-  llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
-  llvm::Value* half = b.CreateAShr(whole, 1);
-  llvm::Value* e = b.CreateFMul(b.CreateFMul(fraction, power(half)), power(b.CreateSub(whole, half)));
-  return b.CreateSelect(isNaN, x, e);
+  auto [high, low] = splitConstant(1.4426950408889634);  // log2(e)
+  return b.CreateSelect(isNaN, x, exp2Split(b, clamped, high, low, /*wide=*/true));
 }
 
 // f32 tanh in a few vector instructions and no call. Both halves for every lane, one selected,
 // the sign put back:
 //   |x| < 0.625:  x + x^3 P(x^2), P of degree 5 fitted for kiln (least squares on the relative
 //                 error over [0, 0.625]): under 1 ulp;
-//   |x| >= 0.625: 1 - 2 / (e^(2|x|) + 1), e^(2|x|) by expInline (2|x| is exact).
+//   |x| >= 0.625: 1 - 2 / (e^(2|x|) + 1), e^(2|x|) by exp2Split.
 // |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN passes the cap (the compare
 // is false) and comes out NaN. tests/unit/codegen/vector_math_test.cpp measures it over the whole
 // float range.
@@ -136,7 +146,8 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* y = b.CreateFMul(capped, capped);
   llvm::Value* small = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
                                          {b.CreateFMul(capped, y), horner(b, kTanhP, y), capped});
-  llvm::Value* e = expInline(b, b.CreateFAdd(capped, capped));
+  auto [high, low] = splitConstant(2.8853900817779268);  // 2 log2(e): e^(2|x|) = 2^(|x| 2 log2 e)
+  llvm::Value* e = exp2Split(b, capped, high, low, /*wide=*/false);
   llvm::Value* large = b.CreateFSub(c(1.0), b.CreateFDiv(c(2.0), b.CreateFAdd(e, c(1.0))));
   llvm::Value* tanh = b.CreateSelect(b.CreateFCmpOLT(capped, c(0.625)), small, large);
   return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, tanh, x);
