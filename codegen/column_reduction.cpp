@@ -53,6 +53,7 @@ std::optional<ColumnTiles> columnTiles(const KernelGroup& group, const Segment& 
   if (tiles.reductions.empty()) return std::nullopt;
   tiles.columns = shape.back();
   tiles.rows = numElements(shape) / tiles.columns;
+  while (tiles.tile > kMinColumnTile && tiles.items() < kColumnTileItems) tiles.tile /= 2;
   return tiles;
 }
 

@@ -114,8 +114,8 @@ std::pair<double, double> splitConstant(double k) {
 
 // f32 exp in a few vector instructions and no call: e^x = 2^(x log2 e) by exp2Split over the whole
 // range. x is clamped to [-104, 89], beyond which e^x is 0 or inf in f32 (the clamped value gives
-// them too); NaN is passed through. tests/unit/codegen/vector_math_test.cpp measures it over the
-// whole float range.
+// them too); NaN is passed through (with tanhInline's caveat under --fast-math).
+// tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
 llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
@@ -132,14 +132,17 @@ llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
 //   |x| < 0.625:  x + x^3 P(x^2), P of degree 5 fitted for kiln (least squares on the relative
 //                 error over [0, 0.625]): under 1 ulp;
 //   |x| >= 0.625: 1 - 2 / (e^(2|x|) + 1), e^(2|x|) by exp2Split.
-// |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN passes the cap (the compare
-// is false) and comes out NaN. tests/unit/codegen/vector_math_test.cpp measures it over the whole
+// |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN is passed through (and kept
+// from the float-to-int conversion, which LLVM makes poison for NaN; under --fast-math the builder's
+// no-NaN flag lets LLVM drop these guards, as it may drop any NaN handling there). tests/unit/codegen/vector_math_test.cpp measures it over the whole
 // float range.
 llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
+  llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
   llvm::Value* magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value* capped = b.CreateSelect(b.CreateFCmpOGT(magnitude, c(10.0)), c(10.0), magnitude);
+  capped = b.CreateSelect(isNaN, c(0.0), capped);  // no NaN reaches exp2Split's integer conversion
   // Small: x + x^3 P(x^2).
   static constexpr double kTanhP[] = {-0.3333333134651184, 0.13333211839199066, -0.05394745245575905,
                                       0.021703990176320076, -0.00818463321775198, 0.002148957457393408};
@@ -150,7 +153,7 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* e = exp2Split(b, capped, high, low, /*wide=*/false);
   llvm::Value* large = b.CreateFSub(c(1.0), b.CreateFDiv(c(2.0), b.CreateFAdd(e, c(1.0))));
   llvm::Value* tanh = b.CreateSelect(b.CreateFCmpOLT(capped, c(0.625)), small, large);
-  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, tanh, x);
+  return b.CreateSelect(isNaN, x, b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, tanh, x));
 }
 
 }  // namespace

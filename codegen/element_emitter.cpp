@@ -425,9 +425,9 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
   const std::vector<size_t>& outputs = group_.segments[segmentIndex].outputs;
   llvm::Value* perRow = i64(tiles.tilesPerRow());
   llvm::Value* row = b.CreateUDiv(item, perRow);
-  llvm::Value* first = b.CreateMul(b.CreateURem(item, perRow), i64(kColumnTile), "column.first", true, true);
+  llvm::Value* first = b.CreateMul(b.CreateURem(item, perRow), i64(tiles.tile), "column.first", true, true);
   llvm::Value* left = b.CreateSub(i64(tiles.columns), first);
-  llvm::Value* count = b.CreateSelect(b.CreateICmpSLT(left, i64(kColumnTile)), left, i64(kColumnTile), "tile.columns");
+  llvm::Value* count = b.CreateSelect(b.CreateICmpSLT(left, i64(tiles.tile)), left, i64(tiles.tile), "tile.columns");
   Index rowIndex = delinearize(row, Shape(shape.begin(), shape.end() - 1));
   auto indexAt = [&](llvm::Value* q) {
     Index index = rowIndex;
@@ -442,7 +442,7 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
     ReducedAxes reduced = reducedAxesOf(*op);
     Accumulation acc = accumulationFor(*this, *op, reduced.count);
     llvm::Type* type = acc.init->getType();
-    llvm::Value* array = atEntry.CreateAlloca(type, i64(kColumnTile), "column.sums");
+    llvm::Value* array = atEntry.CreateAlloca(type, i64(tiles.tile), "column.sums");
     auto slot = [&](llvm::Value* q) { return b.CreateInBoundsGEP(type, array, q); };
     loop(count, {}, [&](llvm::Value* q, const Values&) {
       b.CreateStore(acc.init, slot(q));

@@ -72,6 +72,15 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   return items;
 }
 
+int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) {
+  if (group.kind == KernelKind::Row || transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
+  int64_t most = elementsPerItem(group, target);
+  if (loopsByPart(group, target))
+    for (const Segment& s : group.segments)
+      if (auto columns = columnTilesOf(group, s, target)) most = std::max(most, columns->tile);
+  return most;
+}
+
 std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, const BlockPlan& plan) {
   ErrorTable errors;
   for (const KernelGroup* group : plan.allGroups()) {

@@ -39,6 +39,10 @@ int lanesPerItem(const KernelGroup& group, const TargetHooks& target);
 // The work items of `group`'s kernel on `target`: rows, tiles, or groups of elementsPerItem() elements.
 // The runtime launches (CPU: splits) exactly this many.
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target);
+// The most output elements one of those work items computes, for the CPU's chunk sizes: a loop
+// kernel's elementsPerItem(), or a column tile's width (column_reduction.h); 1 for rows and tiles
+// (the runtime sizes those itself).
+int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target);
 
 // Emits one kernel per group of `plan` (nested region plans included) into `module`, whose
 // target triple and data layout the caller has set. Returns the errors the kernels can raise.

@@ -40,9 +40,9 @@ std::string cpuStrategy(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop) return "";
   std::string segments;
   for (const Segment& s : group.segments)
-    if (columnTiles(group, s)) segments += (segments.empty() ? "" : " and ") + shapeStr(s.shape);
-  if (segments.empty()) return "";
-  return "column reductions " + segments + " in tiles of " + std::to_string(kColumnTile) + " columns";
+    if (auto tiles = columnTiles(group, s))
+      segments += (segments.empty() ? "" : " and ") + shapeStr(s.shape) + " in tiles of " + std::to_string(tiles->tile) + " columns";
+  return segments.empty() ? "" : "column reductions " + segments;
 }
 
 double flopsOf(const KernelGroup& group) {

@@ -94,6 +94,11 @@ Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const std::stri
                    : "the kernel also stores " + valueText(*extra) + ", which a library epilogue cannot write";
     return e;
   }
+  if (DType out = result->type().dtype, t = hero.result()->type().dtype; out != t) {
+    e.reason = "the epilogue ends in " + std::string(dtypeName(out)) + ", and " + library + " writes the " +
+               std::string(hero.name()) + "'s " + std::string(dtypeName(t));
+    return e;
+  }
   const Value* x = hero.result();
   std::vector<const Op*> rest = ops;
   if (!ops.empty() && ops[0]->kind() == OpKind::Add && ops[0]->operand(0) != ops[0]->operand(1)) {

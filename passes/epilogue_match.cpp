@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numbers>
 #include <optional>
 #include <unordered_map>
+
+#include "ir/constant_data.h"
 
 namespace kiln::passes {
 
@@ -114,21 +117,35 @@ bool isLibraryBias(const Op& hero, const Value& bias) {
   return s[0] == 1 && s[2] == 1 && s[3] == 1 && s[1] == result[1];
 }
 
-std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue) {
+std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue,
+                                   const std::function<bool(const Op*)>& inGroup) {
   bool matmul = hero.kind() == OpKind::Matmul;
   DType t = hero.result()->type().dtype;
   if ((!matmul && hero.kind() != OpKind::Conv2d) || epilogue.empty() || isInt(t)) return "";
   std::string names;
   for (const Op* op : epilogue) names += (names.empty() ? "" : ",") + std::string(op->name());
   std::string what = "epilogue '" + names + "' after " + std::string(hero.name()) + " is not one a library applies (";
-  what += matmul ? "a bias add and/or relu or tanh-gelu)" : "a bias add, then relu)";
-  if (t == DType::F64) return what;
+  what += matmul ? "a bias add and/or relu or tanh-gelu" : "a bias add, then relu";
+  if (t == DType::F64) return what + "; none on f64)";
+  // The library writes the hero's dtype: an epilogue that ends in another (a cast) is no library's.
+  if (DType out = epilogue.back()->result()->type().dtype; out != t)
+    return what + ", in " + std::string(dtypeName(t)) + ", not ending in " + std::string(dtypeName(out)) + ")";
+  what += ")";
+  // A bias the library reads from a buffer: from outside the group, through reshapes in it
+  // (codegen/library_call.cpp reads it so), not a value the kernel computes or holds.
+  auto biasBuffer = [&](const Value* v) {
+    while (v->definingOp() && v->definingOp()->kind() == OpKind::Reshape && inGroup(v->definingOp()))
+      v = v->definingOp()->operand(0);
+    const Op* op = v->definingOp();
+    if (op && op->kind() == OpKind::Constant && !isConstantData(v)) return false;  // copied into every kernel
+    return !op || !inGroup(op);
+  };
   const Value* x = hero.result();
   size_t first = 0;
   const Op& add = *epilogue[0];
   if (add.kind() == OpKind::Add && add.operand(0) != add.operand(1)) {
     const Value* other = add.operand(0) == x ? add.operand(1) : add.operand(0);
-    if (isLibraryBias(hero, *other)) x = add.result(), first = 1;
+    if (isLibraryBias(hero, *other) && biasBuffer(other)) x = add.result(), first = 1;
   }
   std::vector<const Op*> activation(epilogue.begin() + static_cast<ptrdiff_t>(first), epilogue.end());
   if (activation.empty()) return "";

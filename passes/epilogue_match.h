@@ -4,6 +4,7 @@
 // those ops on sample points and comparing with the activations a library can apply.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,14 @@ Activation classifyActivation(const std::vector<const Op*>& ops, const Value* x)
 bool isLibraryBias(const Op& hero, const Value& bias);
 
 // Why the elementwise ops after a matmul or conv2d (`epilogue`: every op of the group downstream
-// of `hero`, in program order) are not an epilogue the libraries apply, or "" when they are: a
-// bias add first, then an activation (relu or tanh-gelu after a matmul; relu after a conv2d's
-// bias), each optional; f64 takes none, integers any (no library computes them; the generated
-// kernel does). Anything else would make the whole group a generated kernel, far slower than the
-// library call followed by a loop kernel for the rest.
-std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue);
+// of `hero`, in program order; `inGroup` says which ops the group holds) are not an epilogue the
+// libraries apply, or "" when they are: a bias add first (a bias read from a buffer, not computed
+// in the group but for reshapes), then an activation (relu or tanh-gelu after a matmul; relu
+// after a conv2d's bias), each optional, ending in the hero's own dtype (the library writes it);
+// f64 takes none, integers any (no library computes them; the generated kernel does). Anything
+// else would make the whole group a generated kernel, far slower than the library call followed
+// by a loop kernel for the rest.
+std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue,
+                                   const std::function<bool(const Op*)>& inGroup);
 
 }  // namespace kiln::passes

@@ -163,7 +163,7 @@ std::string judgeSingleHero(const std::vector<const Op*>& ops, const GroupView& 
     downstream.insert(op->result());
     epilogue.push_back(op);
   }
-  return library ? libraryEpilogueProblem(hero, epilogue) : "";
+  return library ? libraryEpilogueProblem(hero, epilogue, [&](const Op* op) { return group.contains(op); }) : "";
 }
 
 }  // namespace

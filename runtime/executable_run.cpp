@@ -201,7 +201,8 @@ class ExecutionContext {
     std::mutex m;
     int64_t firstBegin = -1;
     int32_t firstStatus = 0;
-    int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / elementCost(group));
+    int64_t perItem = elementCost(group) * codegen::outputsPerWorkItem(group, cpuTarget_);
+    int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / perItem);
     if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
     auto start = std::chrono::steady_clock::now();
     ThreadPool::shared().parallelFor(n, grain, [&](int64_t begin, int64_t end) {

@@ -28,9 +28,10 @@ TEST(CpuOps, Reductions) {
     check("%x: f32[3,0]", std::string(op) + " %x {axes = [1]}");
 }
 
-// Reductions that keep the innermost axis go a tile of 128 columns at a time, reduced axes outside
-// (codegen/column_reduction.h): whole and partial tiles (300 = 2 x 128 + 44), a middle axis, two
-// axes with keepdims, every reduce op and dtype, NaN and infinities; and a bias gradient's shape:
+// Reductions that keep the innermost axis go a tile of 32-128 columns at a time, reduced axes
+// outside (codegen/column_reduction.h): whole and partial tiles (300 = 9 x 32 + 12, and 2 x 128 +
+// 44), a middle axis, two axes with keepdims, every reduce op and dtype, NaN and infinities; and a
+// bias gradient's shape:
 // the full values and their column sum stored by one kernel, with an epilogue after the sum.
 TEST(CpuOps, ColumnReductionsInTiles) {
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"})
@@ -41,6 +42,8 @@ TEST(CpuOps, ColumnReductionsInTiles) {
         check(std::string("%x: ") + t + "[4,9,130]", std::string(op) + " %x {axes = [1]}", o);
         check(std::string("%x: ") + t + "[5,3,16]", std::string(op) + " %x {axes = [0, 1], keepdims = true}", o);
       }
+  // Enough rows for whole 128-column tiles (40 x 3 tiles), the last one partial.
+  check("%x: f32[40,7,300]", "reduce_sum %x {axes = [1]}", {accumulateTolerance()});
   auto biasGradient = parseOrFail(R"(func @main(%g: f32[256,1000], %a: f32[256,1000], %m: f32[1000]) -> (f32[256,1000], f32[1000]) {
   %sq = mul %a, %a
   %one = constant 1.0 : f32[]

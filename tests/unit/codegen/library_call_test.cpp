@@ -325,6 +325,37 @@ TEST(SelectLibraryCall, RowBiasIsNotACuBlasLtBias) {
   EXPECT_NE(expectFallback(p.call()).find("is not a bias of 16 values"), std::string::npos);
 }
 
+// What fusion keeps out of a library kernel besides foreign activations: an epilogue that ends in
+// another dtype (the library writes the matmul's), a bias the kernel would compute (a cast of it)
+// and a constant bias the kernel would hold; each is still a library call, the rest a kernel.
+TEST(SelectLibraryCall, EpiloguesTheLibraryCannotWriteStayOut) {
+  auto cast = planned(R"(func @main(%x: bf16[8,64], %w: bf16[64,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %r = relu %h
+  %y = cast %r {to = f32}
+  return %y
+})");
+  expectEpilogueLeftOut(cast);
+  auto castBias = planned(R"(func @main(%x: bf16[8,64], %w: bf16[64,16], %b: f32[16]) -> bf16[8,16] {
+  %h = matmul %x, %w
+  %bc = cast %b {to = bf16}
+  %y = add %h, %bc
+  return %y
+})");
+  EXPECT_FALSE(std::holds_alternative<GeneratedKernel>(castBias.call())) << describeLibraryCall(castBias.call());
+  auto splat = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %c = constant 0.5 : f32[16]
+  %y = add %h, %c
+  return %y
+})");
+  EXPECT_FALSE(std::holds_alternative<GeneratedKernel>(splat.call())) << describeLibraryCall(splat.call());
+  // Written by hand as one kernel, the cast gets its reason.
+  auto p = plannedAsOneKernel("func @main(%x: bf16[8,64], %w: bf16[64,16]) -> f32[8,16]",
+                              "    %h = matmul %x, %w\n    %r = relu %h\n    %y = cast %r {to = f32}\n");
+  EXPECT_EQ(expectFallback(p.call()), "the epilogue ends in f32, and cuBLASLt writes the matmul's bf16");
+}
+
 TEST(SelectLibraryCall, IntegerMatmulFallsBack) {
   auto p = planned(R"(func @main(%x: i32[4,6], %w: i32[6,3]) -> i32[4,3] {
   %y = matmul %x, %w
