@@ -6,6 +6,7 @@
 #include "codegen/cpu_jit.h"
 #include "codegen/parallel_codegen.h"
 #include "ir/compile_profile.h"
+#include "ir/constant_data.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/program.h"
 #include "runtime/onednn.h"
@@ -144,7 +145,12 @@ void Executable::makeLibraryCalls() {
     if (!codegen::hasLibraryOp(*group)) continue;
     codegen::LibraryCall call = codegen::selectLibraryCall(*group, codegen::Target::Cpu);
     if (std::holds_alternative<codegen::GeneratedKernel>(call)) continue;
-    if (auto primitive = OnednnCall::create(call); primitive.ok()) libraryCalls_[group] = std::move(*primitive);
+    // Constant data the kernel reads (a model's weights), which oneDNN may pack once.
+    std::vector<const void*> constants;
+    for (const Value* v : group->inputs)
+      constants.push_back(isConstantData(v) ? v->definingOp()->attr("value").getDense().data() : nullptr);
+    if (auto primitive = OnednnCall::create(call, std::move(constants)); primitive.ok())
+      libraryCalls_[group] = std::move(*primitive);
   }
 }
 

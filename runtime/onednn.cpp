@@ -114,7 +114,7 @@ struct FreeDeleter {
 };
 using ScratchBuffer = std::unique_ptr<std::byte, FreeDeleter>;
 
-// A convolution operand in kiln's plain layout, and where oneDNN wants it.
+// An operand in kiln's plain layout, and where oneDNN wants it.
 struct LayoutOperand {
   int dnnlArg;             // DNNL_ARG_SRC, ...
   dnnl_query_t query;      // the primitive descriptor's query for the layout it chose
@@ -124,13 +124,15 @@ struct LayoutOperand {
 };
 
 struct OnednnCall::State {
-  // An argument is a kernel buffer (buffer >= 0) or scratch memory in oneDNN's own layout
-  // (scratch >= 0), which reorders fill from or copy to a kernel buffer.
+  // An argument is a kernel buffer (buffer >= 0), scratch memory in oneDNN's own layout
+  // (scratch >= 0), which reorders fill from or copy to a kernel buffer, or weights packed into
+  // oneDNN's layout once, when the call was made (packed >= 0).
   struct Arg {
     int dnnlArg;
     dnnl_memory_desc_t desc;
     int buffer = -1;
     int scratch = -1;
+    int packed = -1;
   };
   struct PrimitiveDeleter {
     void operator()(dnnl_primitive_t p) const { dnnl_primitive_destroy(p); }
@@ -144,6 +146,43 @@ struct OnednnCall::State {
   // Scratch memory kept between runs (a run that finds it taken allocates its own).
   mutable std::mutex scratchMutex;
   mutable std::vector<ScratchBuffer> scratch;
+  // The kernel's buffers that hold constant data (a model's weights, ir/constant_data.h), by
+  // buffer index (null: not constant); and those of them packed into oneDNN's layouts.
+  std::vector<const void*> constants;
+  std::vector<ScratchBuffer> packed;
+  size_t packedBytes = 0;
+
+  const void* constantData(int buffer) const {
+    return buffer >= 0 && static_cast<size_t>(buffer) < constants.size() ? constants[static_cast<size_t>(buffer)] : nullptr;
+  }
+
+  // Reorders constant `data` (laid out as `plain`) into `chosen` once, into memory the call keeps:
+  // the argument that reads it.
+  Expected<Arg> pack(int dnnlArg, const dnnl_memory_desc_t& plain, const void* data, const dnnl_memory_desc_t& chosen) {
+    size_t bytes = dnnl_memory_desc_get_size(&chosen);
+    ScratchBuffer memory(static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (!memory) return Error(fmt::format("oneDNN: cannot allocate {} bytes for packed weights", bytes));
+    PrimitiveDesc pd;
+    KILN_DNNL(dnnl_reorder_primitive_desc_create, &pd.pd, &plain, engine().engine, &chosen, engine().engine, nullptr);
+    dnnl_primitive_t reorder = nullptr;
+    KILN_DNNL(dnnl_primitive_create, &reorder, pd.pd);
+    std::unique_ptr<std::remove_pointer_t<dnnl_primitive_t>, PrimitiveDeleter> owned(reorder);
+    dnnl_memory_t in = nullptr, out = nullptr;
+    dnnl_stream_t stream = nullptr;
+    Status s = check(dnnl_memory_create(&in, &plain, engine().engine, const_cast<void*>(data)), "dnnl_memory_create");
+    if (s.ok()) s = check(dnnl_memory_create(&out, &chosen, engine().engine, memory.get()), "dnnl_memory_create");
+    if (s.ok()) s = check(dnnl_stream_create(&stream, engine().engine, dnnl_stream_default_flags), "dnnl_stream_create");
+    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}};
+    if (s.ok()) s = check(dnnl_primitive_execute(reorder, stream, 2, args), "dnnl_primitive_execute");
+    if (s.ok()) s = check(dnnl_stream_wait(stream), "dnnl_stream_wait");
+    if (stream) dnnl_stream_destroy(stream);
+    if (out) dnnl_memory_destroy(out);
+    if (in) dnnl_memory_destroy(in);
+    KILN_TRY(s);
+    packed.push_back(std::move(memory));
+    packedBytes += bytes;
+    return Arg{dnnlArg, chosen, -1, -1, static_cast<int>(packed.size() - 1)};
+  }
 
   // A step made now, appended to `to` (the steps, or output reorders that run after the call).
   static Status addStep(const_dnnl_primitive_desc_t pd, std::vector<Arg> args, std::vector<Step>& to) {
@@ -181,6 +220,13 @@ struct OnednnCall::State {
         args.push_back({o.dnnlArg, o.plain, o.buffer, -1});
         continue;
       }
+      // Constant weights are packed into the chosen layout now, not reordered on every run.
+      if (const void* data = o.output ? nullptr : constantData(o.buffer)) {
+        auto arg = pack(o.dnnlArg, o.plain, data, *chosen);
+        if (!arg) return arg.error();
+        args.push_back(*arg);
+        continue;
+      }
       int k = static_cast<int>(scratchBytes.size());
       scratchBytes.push_back(dnnl_memory_desc_get_size(chosen));
       Arg inScratch{o.dnnlArg, *chosen, -1, k};
@@ -210,14 +256,25 @@ struct OnednnCall::State {
     dnnl_memory_desc_t b = matrixDesc(call.batch, call.k, call.n, call.batchStrideB, batched, call.transposeB);
     dnnl_memory_desc_t c = matrixDesc(call.batch, call.m, call.n, call.m * call.n, batched);
     dnnl_memory_desc_t bias = matrixDesc(1, 1, call.n, 0, batched);
-    std::vector<Arg> args = {{DNNL_ARG_SRC, a, call.a}, {DNNL_ARG_WEIGHTS, b, call.b}, {DNNL_ARG_DST, c, call.output}};
-    if (call.bias >= 0) args.push_back({DNNL_ARG_BIAS, bias, call.bias});
-    dnnl_matmul_desc_t desc;
-    KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, &b, call.bias >= 0 ? &bias : nullptr, &c);
     using E = codegen::MatmulEpilogue;
     dnnl_alg_kind_t activation = call.epilogue == E::Relu || call.epilogue == E::BiasRelu   ? dnnl_eltwise_relu
                                  : call.epilogue == E::Gelu || call.epilogue == E::BiasGelu ? dnnl_eltwise_gelu_tanh
                                                                                             : dnnl_alg_kind_undef;
+    std::vector<Arg> args = {{DNNL_ARG_SRC, a, call.a}, {DNNL_ARG_DST, c, call.output}};
+    if (call.bias >= 0) args.push_back({DNNL_ARG_BIAS, bias, call.bias});
+    dnnl_matmul_desc_t desc;
+    if (constantData(call.b) && !batched) {
+      // Constant weights (a model's): described with "any", oneDNN picks its packed layout, and
+      // they are packed into it once, here, instead of on every call.
+      dnnl_memory_desc_t bAny;
+      dnnl_dims_t dims = {call.k, call.n};
+      KILN_DNNL(dnnl_memory_desc_init_by_tag, &bAny, 2, dims, dnnl_f32, dnnl_format_tag_any);
+      KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, &bAny, call.bias >= 0 ? &bias : nullptr, &c);
+      return addWithLayouts(&desc, PostOps(activation), {{DNNL_ARG_WEIGHTS, dnnl_query_weights_md, b, call.b, false}},
+                            std::move(args));
+    }
+    args.push_back({DNNL_ARG_WEIGHTS, b, call.b});
+    KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, &b, call.bias >= 0 ? &bias : nullptr, &c);
     return addPrimitive(&desc, PostOps(activation), std::move(args));
   }
 
@@ -287,9 +344,11 @@ OnednnCall::OnednnCall() : state_(std::make_unique<State>()) {}
 
 OnednnCall::~OnednnCall() = default;
 
-Expected<std::unique_ptr<OnednnCall>> OnednnCall::create(const codegen::LibraryCall& call) {
+Expected<std::unique_ptr<OnednnCall>> OnednnCall::create(const codegen::LibraryCall& call,
+                                                          std::vector<const void*> constants) {
   KILN_TRY(engine().status);
   std::unique_ptr<OnednnCall> made(new OnednnCall);
+  made->state_->constants = std::move(constants);
   if (const auto* m = std::get_if<codegen::MatmulCall>(&call)) {
     KILN_TRY(made->state_->matmul(*m));
   } else if (const auto* c = std::get_if<codegen::ConvCall>(&call)) {
@@ -299,6 +358,8 @@ Expected<std::unique_ptr<OnednnCall>> OnednnCall::create(const codegen::LibraryC
   }
   return made;
 }
+
+size_t OnednnCall::packedBytes() const { return state_->packedBytes; }
 
 Status OnednnCall::run(void* const* buffers) const {
   const State& s = *state_;
@@ -321,7 +382,9 @@ Status OnednnCall::run(void* const* buffers) const {
     std::vector<dnnl_exec_arg_t> args;
     for (const State::Arg& a : step.args) {
       if (!status.ok()) break;
-      void* data = a.buffer >= 0 ? buffers[a.buffer] : scratch[static_cast<size_t>(a.scratch)].get();
+      void* data = a.buffer >= 0   ? buffers[a.buffer]
+                   : a.packed >= 0 ? s.packed[static_cast<size_t>(a.packed)].get()
+                                   : scratch[static_cast<size_t>(a.scratch)].get();
       dnnl_memory_t memory = nullptr;
       status = check(dnnl_memory_create(&memory, &a.desc, e, data), "dnnl_memory_create");
       if (status.ok()) args.push_back({a.dnnlArg, memory});
@@ -342,10 +405,11 @@ struct OnednnCall::State {};
 
 OnednnCall::OnednnCall() = default;
 OnednnCall::~OnednnCall() = default;
-Expected<std::unique_ptr<OnednnCall>> OnednnCall::create(const codegen::LibraryCall&) {
+Expected<std::unique_ptr<OnednnCall>> OnednnCall::create(const codegen::LibraryCall&, std::vector<const void*>) {
   return Error("kiln was built without oneDNN (install libdnnl-dev and rebuild)");
 }
 Status OnednnCall::run(void* const*) const { return Error("kiln was built without oneDNN"); }
+size_t OnednnCall::packedBytes() const { return 0; }
 
 #endif
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "codegen/library_call.h"
 #include "ir/status.h"
@@ -17,7 +18,11 @@ class OnednnCall {
   // The primitive for `call` (a MatmulCall or ConvCall), or why oneDNN cannot run it (kiln built
   // without oneDNN, a type it is not used for, oneDNN refusing the shapes): the caller then runs
   // the generated kernel.
-  static Expected<std::unique_ptr<OnednnCall>> create(const codegen::LibraryCall& call);
+  // `constants` holds, by kernel buffer, the data of buffers that are constant data (a model's
+  // weights; null for the others): a matmul's or convolution's constant weights are packed into
+  // oneDNN's layout once, here, instead of on every run.
+  static Expected<std::unique_ptr<OnednnCall>> create(const codegen::LibraryCall& call,
+                                                      std::vector<const void*> constants = {});
   ~OnednnCall();
   OnednnCall(const OnednnCall&) = delete;
   OnednnCall& operator=(const OnednnCall&) = delete;
@@ -25,6 +30,9 @@ class OnednnCall {
   // Runs the call on `buffers`, the kernel's arguments (the group's inputs, then its results).
   // Safe to call from several runs at once.
   Status run(void* const* buffers) const;
+  // Bytes of weights packed when the call was made (0: none were constant, or oneDNN takes them
+  // as kiln lays them out).
+  size_t packedBytes() const;
 
  private:
   OnednnCall();

@@ -7,8 +7,12 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "codegen/library_call.h"
+#include "ir/constant_data.h"
 #include "kiln.h"
+#include "runtime/onednn.h"
 
 namespace kiln {
 namespace {
@@ -174,6 +178,71 @@ INSTANTIATE_TEST_SUITE_P(Cpu, OnednnCase, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // What stays a generated kernel says why.
+// A literal of `shape` with distinct values (constant data, not an immediate): element i is
+// a fixed function of i.
+std::string literal(const std::vector<int>& shape, size_t axis = 0, int first = 0) {
+  if (axis == shape.size()) return fmt::format("{}", (first * 37 % 101 - 50) / 64.0);
+  int stride = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d) stride *= shape[d];
+  std::string s = "[";
+  for (int i = 0; i < shape[axis]; ++i) s += (i ? ", " : "") + literal(shape, axis + 1, first + i * stride);
+  return s + "]";
+}
+
+// A model's constant weights are packed into oneDNN's layout once, when the call is made: a
+// matmul's (plain and read transposed) and a convolution's; each still equals the interpreter.
+TEST(Onednn, ConstantWeightsArePackedOnce) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
+#endif
+  const std::string texts[] = {
+      fmt::format(R"(func @main(%x: f32[16,48], %b: f32[32]) -> f32[16,32] {{
+  %w = constant {} : f32[48,32]
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %y = relu %a
+  return %y
+}})", literal({48, 32})),
+      fmt::format(R"(func @main(%x: f32[16,48]) -> f32[16,32] {{
+  %w = constant {} : f32[32,48]
+  %wt = transpose %w {{perm = [1, 0]}}
+  %y = matmul %x, %wt
+  return %y
+}})", literal({32, 48})),
+      fmt::format(R"(func @main(%x: f32[2,16,9,9]) -> f32[2,16,9,9] {{
+  %w = constant {} : f32[16,16,3,3]
+  %y = conv2d %x, %w {{pads = [1, 1, 1, 1]}}
+  return %y
+}})", literal({16, 16, 3, 3})),
+  };
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text.substr(0, 60));
+    auto m = parseModule(text, "packed.kiln");
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    const Function& f = *(*m)->entry();
+    auto exe = Executable::compile(f, {});
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    // The library kernel's call, made as the executable makes it: its weights are packed.
+    bool packed = false;
+    for (const codegen::KernelGroup* group : (*exe)->plan().allGroups()) {
+      if (!codegen::hasLibraryOp(*group)) continue;
+      std::vector<const void*> constants;
+      for (const Value* v : group->inputs)
+        constants.push_back(isConstantData(v) ? v->definingOp()->attr("value").getDense().data() : nullptr);
+      auto call = OnednnCall::create(codegen::selectLibraryCall(*group, codegen::Target::Cpu), constants);
+      ASSERT_TRUE(call.ok()) << call.error().str();
+      packed |= (*call)->packedBytes() > 0;
+    }
+    EXPECT_TRUE(packed) << "no weights were packed";
+    std::vector<Tensor> inputs = randomInputs(f, 5);
+    auto want = interpret(f, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().str();
+    auto got = (*exe)->run(inputs);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    expectClose((*got)[0], (*want)[0], "packed weights");
+  }
+}
+
 TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
 #if !KILN_HAVE_ONEDNN
   GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
