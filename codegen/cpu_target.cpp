@@ -133,9 +133,9 @@ llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
 //                 error over [0, 0.625]): under 1 ulp;
 //   |x| >= 0.625: 1 - 2 / (e^(2|x|) + 1), e^(2|x|) by exp2Split.
 // |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN is passed through (and kept
-// from the float-to-int conversion, which LLVM makes poison for NaN; under --fast-math the builder's
-// no-NaN flag lets LLVM drop these guards, as it may drop any NaN handling there). tests/unit/codegen/vector_math_test.cpp measures it over the whole
-// float range.
+// from the float-to-int conversion, which LLVM makes poison for NaN; under --fast-math the
+// builder's no-NaN flag lets LLVM drop these guards, as it may drop any NaN handling there).
+// tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
 llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };

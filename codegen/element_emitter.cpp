@@ -334,30 +334,25 @@ void ElementEmitter::setCurrent(const Index& index, llvm::Value* linear, const S
   currentShape_ = shape;
 }
 
-void ElementEmitter::emitSegmentItem(size_t segment, llvm::Value* item) {
-  std::vector<llvm::Value*> outputs(buffers_.begin() + static_cast<ptrdiff_t>(group_.inputs.size()), buffers_.end());
-  emitSegmentItem(group_.segments[segment], outputs, item);
-}
+void ElementEmitter::emitSegmentItem(size_t segment, llvm::Value* item) { emitSegmentItem(group_.segments[segment], item); }
 
 void ElementEmitter::emitLoopItem(llvm::Value* item) {
-  std::vector<llvm::Value*> outputs(buffers_.begin() + static_cast<ptrdiff_t>(group_.inputs.size()), buffers_.end());
   int64_t width = elementsPerItem(group_, target_);
-  if (group_.segments.size() == 1) return emitSegmentItem(group_.segments[0], outputs, width == 1 ? item : b.CreateMul(item, i64(width)));
+  if (group_.segments.size() == 1) return emitSegmentItem(group_.segments[0], width == 1 ? item : b.CreateMul(item, i64(width)));
   // Segments one after another in item space; each item lies in exactly one.
   int64_t begin = 0;
   for (const Segment& segment : group_.segments) {
     int64_t items = (numElements(segment.shape) + width - 1) / width;
     llvm::Value* inside = b.CreateAnd(b.CreateICmpUGE(item, i64(begin)), b.CreateICmpULT(item, i64(begin + items)));
     ifThen(inside, [&] {
-      emitSegmentItem(segment, outputs, b.CreateMul(b.CreateSub(item, i64(begin)), i64(width)));
+      emitSegmentItem(segment, b.CreateMul(b.CreateSub(item, i64(begin)), i64(width)));
       return Values{};
     }, {});
     begin += items;
   }
 }
 
-void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<llvm::Value*>& outputs,
-                                     llvm::Value* first) {
+void ElementEmitter::emitSegmentItem(const Segment& segment, llvm::Value* first) {
   const Shape& shape = segment.shape;
   int64_t n = numElements(shape), width = elementsPerItem(group_, target_);
   // The index of element first + j. When the last dim is a multiple of the width, an item never
@@ -370,10 +365,6 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
     Index index = firstIndex;
     if (j) index.back() = b.CreateAdd(index.back(), i64(j));
     return index;
-  };
-  auto store = [&](size_t k, llvm::Value* linear, llvm::Value* value) {
-    DType t = group_.outputs[k]->type().dtype;
-    b.CreateStore(toStorage(value, t), b.CreateInBoundsGEP(storageType(t), outputs[k], linear));
   };
   auto compute = [&](size_t k, const Index& index, llvm::Value* linear) {
     setCurrent(index, linear, shape);
@@ -392,7 +383,7 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
     std::vector<std::pair<size_t, std::pair<llvm::Value*, llvm::Value*>>> stores;
     for (size_t j = 0; j < indices.size(); ++j)
       for (size_t k : segment.outputs) stores.push_back({k, {linears[j], compute(k, indices[j], linears[j])}});
-    for (auto& [k, s] : stores) store(k, s.first, s.second);
+    for (auto& [k, s] : stores) storeOutput(k, s.first, s.second);
     preloaded_.clear();
     return Values{};
   };
@@ -400,11 +391,7 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
     for (int64_t j = 0; j < width; ++j) {
       llvm::Value* linear = j ? b.CreateAdd(first, i64(j)) : first;
       ifThen(b.CreateICmpULT(linear, i64(n)), [&] {
-        // Every output's value before any store, as in whole(): a result written over a donated
-        // input (runtime/donation.h) must not be read back by another output of the element.
-        std::vector<llvm::Value*> values;
-        for (size_t k : segment.outputs) values.push_back(compute(k, elementIndex(j, linear), linear));
-        for (size_t i = 0; i < segment.outputs.size(); ++i) store(segment.outputs[i], linear, values[i]);
+        storeElement(segment, elementIndex(j, linear), linear);
         return Values{};
       }, {});
     }
@@ -421,8 +408,8 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, const std::vector<l
 }
 
 void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& tiles, llvm::Value* item) {
-  const Shape& shape = group_.segments[segmentIndex].shape;
-  const std::vector<size_t>& outputs = group_.segments[segmentIndex].outputs;
+  const Segment& segment = group_.segments[segmentIndex];
+  const Shape& shape = segment.shape;
   llvm::Value* perRow = i64(tiles.tilesPerRow());
   llvm::Value* row = b.CreateUDiv(item, perRow);
   llvm::Value* first = b.CreateMul(b.CreateURem(item, perRow), i64(tiles.tile), "column.first", true, true);
@@ -467,16 +454,20 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
       const Value* v = tiles.reductions[r]->result();
       preloaded_.push_back({{v, index}, roundTo(acc.finish(total), v->type().dtype)});
     }
-    llvm::Value* linear = b.CreateAdd(b.CreateMul(row, i64(tiles.columns)), index.back());
-    setCurrent(index, linear, shape);
-    // Every output's value before any store, as in emitSegmentItem.
-    std::vector<llvm::Value*> values;
-    for (size_t k : outputs) values.push_back(emit(group_.outputs[k], currentIndex_));
-    for (size_t i = 0; i < outputs.size(); ++i) storeOutput(outputs[i], linear, values[i]);
+    storeElement(segment, index, b.CreateAdd(b.CreateMul(row, i64(tiles.columns)), index.back()));
     preloaded_.clear();
     return Values{};
   });
   currentLinear_ = nullptr;
+}
+
+void ElementEmitter::storeElement(const Segment& segment, const Index& index, llvm::Value* linear) {
+  setCurrent(index, linear, segment.shape);
+  // Every output's value before any store: a result written over a donated input
+  // (runtime/donation.h) must not be read back by another output of the element.
+  std::vector<llvm::Value*> values;
+  for (size_t k : segment.outputs) values.push_back(emit(group_.outputs[k], currentIndex_));
+  for (size_t i = 0; i < segment.outputs.size(); ++i) storeOutput(segment.outputs[i], linear, values[i]);
 }
 
 void ElementEmitter::storeOutput(size_t k, llvm::Value* linear, llvm::Value* value) {

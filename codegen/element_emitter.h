@@ -156,7 +156,7 @@ class ElementEmitter {
  private:
   llvm::Value* emitOp(const Op& op, unsigned result, const Index& index);
   llvm::Value* load(int input, const Index& index);
-  void emitSegmentItem(const Segment& segment, const std::vector<llvm::Value*>& outputs, llvm::Value* first);
+  void emitSegmentItem(const Segment& segment, llvm::Value* first);
   // The element at `index` (linear `linear`) of the segment's shape, made current so that loads
   // of same-shaped inputs use the linear index directly (contiguous, hence vectorisable).
   void setCurrent(const Index& index, llvm::Value* linear, const Shape& shape);
@@ -171,6 +171,9 @@ class ElementEmitter {
   Index rowValueIndex(const Index& rowIndex, const Shape& shape);
   // Stores `value` as element `linear` of the group's output k.
   void storeOutput(size_t k, llvm::Value* linear, llvm::Value* value);
+  // Computes the segment's outputs at `index` (element `linear` of the segment's shape), then
+  // stores them.
+  void storeElement(const Segment& segment, const Index& index, llvm::Value* linear);
   // Computes and stores every output of the group at `index` (of `shape`), with preloaded_ holding
   // what the tile supplies; clears preloaded_.
   void storeTileElement(const Index& index, const Shape& shape);

@@ -154,7 +154,7 @@ struct OperandBuffer {
 OperandBuffer operandBuffer(const KernelGroup& group, const Value* operand) {
   const Op* op = operand->definingOp();
   bool inGroup = op && std::find(group.ops.begin(), group.ops.end(), op) != group.ops.end();
-  if (inGroup && op->kind() == OpKind::Transpose && swapsLastTwoAxes(op->intsAttr("perm")))
+  if (inGroup && isMatrixTranspose(*op))
     return {bufferOf(group, op->operand(0)), true};
   return {bufferOf(group, operand), false};
 }

@@ -25,7 +25,7 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group) {
   auto isInput = [&](const Value* v) { return std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end(); };
   // A transpose of an input's last two axes, read in place as a transposed operand.
   auto transposedInput = [&](const Op* op) {
-    return op->kind() == OpKind::Transpose && swapsLastTwoAxes(op->intsAttr("perm")) && isInput(op->operand(0));
+    return isMatrixTranspose(*op) && isInput(op->operand(0));
   };
   for (const Op* op : group.ops) {
     if (op->kind() == OpKind::Matmul && !tile.matmul) {

@@ -23,6 +23,10 @@ bool isConstantData(const Op& op) {
 
 bool isConstantData(const Value* v) { return v->definingOp() && isConstantData(*v->definingOp()); }
 
+const void* constantDataBytes(const Value* v) {
+  return isConstantData(v) ? v->definingOp()->attr("value").getDense().data() : nullptr;
+}
+
 namespace {
 // One 64-bit lane of mixing (the finaliser of SplitMix64): every input bit affects every output bit.
 uint64_t mix(uint64_t x) {

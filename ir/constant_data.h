@@ -26,6 +26,9 @@ bool isSplat(const Tensor& t);
 bool isConstantData(const Op& op);
 // Whether `v` is the result of such a constant.
 bool isConstantData(const Value* v);
+// The bytes of constant data `v` (where the IR holds them, for the life of its module), or null
+// when `v` is no constant data.
+const void* constantDataBytes(const Value* v);
 
 // A 64-bit hash of a tensor's type and bytes (fast: ~1 byte per cycle or better), for the compile
 // cache's keys and the printer's summaries of large constants. Not cryptographic.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ir/ir.h"
+
 namespace kiln {
 
 std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b) {
@@ -104,7 +106,9 @@ Expected<std::vector<SliceAxis>> resolveSlice(const Shape& shape, const std::vec
   return out;
 }
 
-bool swapsLastTwoAxes(const std::vector<int64_t>& perm) {
+bool isMatrixTranspose(const Op& op) {
+  if (op.kind() != OpKind::Transpose) return false;
+  std::vector<int64_t> perm = op.intsAttr("perm");
   size_t r = perm.size();
   if (r < 2) return false;
   for (size_t d = 0; d + 2 < r; ++d)

@@ -34,9 +34,10 @@ Expected<std::vector<SliceAxis>> resolveSlice(const Shape& shape, const std::vec
                                               const std::optional<std::vector<int64_t>>& axes,
                                               const std::optional<std::vector<int64_t>>& steps);
 
-// Whether `perm` swaps the last two axes and keeps every other one (a batch of matrices
-// transposed): what a matmul library takes as a transposed operand instead of a copy.
-bool swapsLastTwoAxes(const std::vector<int64_t>& perm);
+// Whether `op` is a transpose that swaps the last two axes and keeps every other one (a batch of
+// matrices transposed): what a matmul library takes as a transposed operand instead of a copy.
+class Op;
+bool isMatrixTranspose(const Op& op);
 
 // NumPy matmul shapes: 1-D promotion and broadcast batch dims. Returns the result shape.
 Expected<Shape> matmulShape(const Shape& a, const Shape& b);

@@ -126,8 +126,7 @@ class GroupView {
 // library reads that value as a transposed operand (cuBLASLt's and oneDNN's transposed layouts,
 // codegen/library_call.h), so the transpose costs no kernel and no copy.
 bool isTransposedOperand(const Op& op, const Op& hero, const GroupView& group) {
-  return hero.kind() == OpKind::Matmul && op.kind() == OpKind::Transpose && swapsLastTwoAxes(op.intsAttr("perm")) &&
-         !group.internal(op.operand(0));
+  return hero.kind() == OpKind::Matmul && isMatrixTranspose(op) && !group.internal(op.operand(0));
 }
 
 // A single main op (one reduction, or one library op) whose in-group consumers are elementwise

@@ -69,7 +69,36 @@ Expected<std::vector<DeviceTensor>> Executable::runOnDevice(const std::vector<De
 
 namespace {
 
-using KernelTable = std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn>;
+using KernelTable = std::unordered_map<const codegen::KernelGroup*, LoadedCpuKernel>;
+
+// Roughly how many scalar operations one output element of the group costs, so that cheap
+// elementwise kernels run in big chunks (or inline when small) and a matmul with few outputs is
+// still spread across threads.
+int64_t elementCost(const codegen::KernelGroup& group) {
+  int64_t cost = 0;
+  for (const Op* op : group.ops) {
+    int64_t out = std::max<int64_t>(1, op->result(0)->type().numElements()), in = 0;
+    for (const Value* v : op->operands()) in += v->type().numElements();
+    int64_t c = std::max<int64_t>(1, in / out);
+    if (op->kind() == OpKind::Matmul) c = std::max<int64_t>(c, op->operand(0)->type().shape.back());
+    if (op->kind() == OpKind::Conv2d) {
+      const Shape& w = op->operand(1)->type().shape;
+      c = std::max<int64_t>(c, w[1] * w[2] * w[3]);
+    }
+    cost += c;
+  }
+  // A row kernel's work item is a whole row, read once per reduction and once more for the outputs.
+  if (group.kind == codegen::KernelKind::Row) cost *= group.rowLength() * static_cast<int64_t>(1 + group.rowOps.size());
+  return std::max<int64_t>(1, cost);
+}
+
+// How runs split `group`'s kernel over the thread pool: its work items, in chunks of enough of
+// them (2^15 scalar operations at least) that cheap kernels run in big chunks or inline.
+LoadedCpuKernel splitOf(const codegen::KernelGroup& group, codegen::CpuKernelFn fn) {
+  codegen::CpuTarget target;
+  int64_t perItem = elementCost(group) * codegen::outputsPerWorkItem(group, target);
+  return {fn, codegen::numWorkItems(group, target), std::max<int64_t>(1, (int64_t{1} << 15) / perItem)};
+}
 
 // A fresh JIT with `object`'s objects linked and every kernel of `plan` looked up. A fresh JIT per
 // attempt: one that failed to link an object may hold its symbols in an error state.
@@ -85,7 +114,7 @@ Status loadObject(const Function& function, const codegen::CompileOptions& optio
   for (const codegen::KernelGroup* group : object.plan->allGroups()) {
     auto fn = jit->lookup(codegen::symbolOf(object.symbols, group->name));
     if (!fn) return fn.error();
-    kernels[group] = *fn;
+    kernels[group] = splitOf(*group, *fn);
   }
   return {};
 }
@@ -147,8 +176,7 @@ void Executable::makeLibraryCalls() {
     if (std::holds_alternative<codegen::GeneratedKernel>(call)) continue;
     // Constant data the kernel reads (a model's weights), which oneDNN may pack once.
     std::vector<const void*> constants;
-    for (const Value* v : group->inputs)
-      constants.push_back(isConstantData(v) ? v->definingOp()->attr("value").getDense().data() : nullptr);
+    for (const Value* v : group->inputs) constants.push_back(constantDataBytes(v));
     if (auto primitive = OnednnCall::create(call, std::move(constants)); primitive.ok())
       libraryCalls_[group] = std::move(*primitive);
   }

@@ -93,6 +93,14 @@ struct ExecuteOptions {
 // or "input 1 (%b): expected f32[1000], got f16[1000]". Every backend checks its inputs so.
 Status checkInputTypes(const Function& function, const std::vector<TensorType>& given);
 
+// A CPU kernel as runs call it: its entry point and how the thread pool splits it, its work items
+// (codegen::numWorkItems) and the fewest a chunk takes, worked out once when it is loaded.
+struct LoadedCpuKernel {
+  codegen::CpuKernelFn fn = nullptr;
+  int64_t items = 0;
+  int64_t grain = 1;
+};
+
 // The Executable compiles and owns an optimised copy of the Function it is given (its plan names
 // the copy's ops and values); the caller's Function is never changed and need not outlive it.
 // run() may be called any number of times, also from several threads at once (each call allocates
@@ -148,7 +156,7 @@ class Executable {
   BufferPlan bufferPlan_;  // of plan_
   std::vector<const Value*> constants_;  // plan_'s constant data, which every run points at
   std::unique_ptr<codegen::CpuJit> jit_;
-  std::unordered_map<const codegen::KernelGroup*, codegen::CpuKernelFn> kernels_;
+  std::unordered_map<const codegen::KernelGroup*, LoadedCpuKernel> kernels_;
   // Kernels a library runs instead of the generated code (runtime/onednn.h).
   std::unordered_map<const codegen::KernelGroup*, std::unique_ptr<OnednnCall>> libraryCalls_;
   std::vector<codegen::KernelError> errors_;

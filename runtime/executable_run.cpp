@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/constant_data.h"
 #include "ir/interp/interpreter.h"
 #include "runtime/collectives/all_reduce_step.h"
 #include "runtime/collectives/in_flight.h"
@@ -31,27 +32,6 @@ struct FreeDeleter {
 // Kernels assume 16-byte aligned buffers (vector loads and stores, codegen/element_emitter.cpp);
 // results are written straight into the caller's Tensors, whose bytes come from operator new.
 static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16, "result tensors must be 16-byte aligned");
-
-// Roughly how many scalar operations one output element of the group costs, so that cheap
-// elementwise kernels run in big chunks (or inline when small) and a matmul with few outputs is
-// still spread across threads.
-int64_t elementCost(const codegen::KernelGroup& group) {
-  int64_t cost = 0;
-  for (const Op* op : group.ops) {
-    int64_t out = std::max<int64_t>(1, op->result(0)->type().numElements()), in = 0;
-    for (const Value* v : op->operands()) in += v->type().numElements();
-    int64_t c = std::max<int64_t>(1, in / out);
-    if (op->kind() == OpKind::Matmul) c = std::max<int64_t>(c, op->operand(0)->type().shape.back());
-    if (op->kind() == OpKind::Conv2d) {
-      const Shape& w = op->operand(1)->type().shape;
-      c = std::max<int64_t>(c, w[1] * w[2] * w[3]);
-    }
-    cost += c;
-  }
-  // A row kernel's work item is a whole row, read once per reduction and once more for the outputs.
-  if (group.kind == codegen::KernelKind::Row) cost *= group.rowLength() * static_cast<int64_t>(1 + group.rowOps.size());
-  return std::max<int64_t>(1, cost);
-}
 
 // A kernel's error word says which check failed, not with what value. For the message the
 // interpreter would give ("gather: index 7 is out of range [-5, 5) for axis 0"), the group's ops
@@ -110,7 +90,7 @@ class ExecutionContext {
     // Constant data is read where the executable's IR holds it (16-byte aligned, as Tensor bytes
     // come from operator new): no copy per run.
     for (const Value* v : exe.constants_)
-      borrow(v, static_cast<const uint8_t*>(v->definingOp()->attr("value").getDense().data()));
+      borrow(v, static_cast<const uint8_t*>(constantDataBytes(v)));
   }
   // A run that failed part way still waits for the reductions it started: they write its arena.
   ~ExecutionContext() { (void)await(inFlight_.takeAll()); }
@@ -194,20 +174,17 @@ class ExecutionContext {
       if (!s) return s.error().at(group.ops.front()->loc());
       return {};
     }
-    int64_t n = codegen::numWorkItems(group, cpuTarget_);
-    codegen::CpuKernelFn fn = exe_.kernels_.at(&group);
+    const LoadedCpuKernel& kernel = exe_.kernels_.at(&group);
     // Each chunk has its own error word; the error of the first failing chunk is reported, so
     // the message does not depend on thread timing.
     std::mutex m;
     int64_t firstBegin = -1;
     int32_t firstStatus = 0;
-    int64_t perItem = elementCost(group) * codegen::outputsPerWorkItem(group, cpuTarget_);
-    int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / perItem);
     if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
     auto start = std::chrono::steady_clock::now();
-    ThreadPool::shared().parallelFor(n, grain, [&](int64_t begin, int64_t end) {
+    ThreadPool::shared().parallelFor(kernel.items, kernel.grain, [&](int64_t begin, int64_t end) {
       int32_t status = 0;
-      fn(args.data(), &status, begin, end);
+      kernel.fn(args.data(), &status, begin, end);
       if (status == 0) return;
       std::lock_guard<std::mutex> lock(m);
       if (firstBegin < 0 || begin < firstBegin) firstBegin = begin, firstStatus = status;
@@ -314,7 +291,6 @@ class ExecutionContext {
   }
 
   const Executable& exe_;
-  codegen::CpuTarget cpuTarget_;  // asked how the kernels split their work into items
   const ExecuteOptions& options_;
   std::unique_ptr<uint8_t, FreeDeleter> arena_;
   std::unordered_map<const Value*, Tensor> results_;  // the function's results, by value

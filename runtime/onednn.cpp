@@ -95,6 +95,25 @@ class PostOps {
   Status status_;
 };
 
+// Runs `primitive` on `stream` with memory objects wrapping `data` as `descs` (one per argument
+// of `dnnlArgs`), and waits for it.
+Status execute(dnnl_primitive_t primitive, dnnl_stream_t stream, const std::vector<int>& dnnlArgs,
+               const std::vector<const dnnl_memory_desc_t*>& descs, const std::vector<void*>& data) {
+  Status status;
+  std::vector<dnnl_exec_arg_t> args;
+  for (size_t i = 0; i < dnnlArgs.size() && status.ok(); ++i) {
+    dnnl_memory_t memory = nullptr;
+    status = check(dnnl_memory_create(&memory, descs[i], engine().engine, data[i]), "dnnl_memory_create");
+    if (status.ok()) args.push_back({dnnlArgs[i], memory});
+  }
+  if (status.ok())
+    status = check(dnnl_primitive_execute(primitive, stream, static_cast<int>(args.size()), args.data()),
+                   "dnnl_primitive_execute");
+  if (status.ok()) status = check(dnnl_stream_wait(stream), "dnnl_stream_wait");
+  for (const dnnl_exec_arg_t& a : args) dnnl_memory_destroy(a.memory);
+  return status;
+}
+
 // A primitive descriptor, destroyed with its owner.
 struct PrimitiveDesc {
   dnnl_primitive_desc_t pd = nullptr;
@@ -167,17 +186,10 @@ struct OnednnCall::State {
     dnnl_primitive_t reorder = nullptr;
     KILN_DNNL(dnnl_primitive_create, &reorder, pd.pd);
     std::unique_ptr<std::remove_pointer_t<dnnl_primitive_t>, PrimitiveDeleter> owned(reorder);
-    dnnl_memory_t in = nullptr, out = nullptr;
     dnnl_stream_t stream = nullptr;
-    Status s = check(dnnl_memory_create(&in, &plain, engine().engine, const_cast<void*>(data)), "dnnl_memory_create");
-    if (s.ok()) s = check(dnnl_memory_create(&out, &chosen, engine().engine, memory.get()), "dnnl_memory_create");
-    if (s.ok()) s = check(dnnl_stream_create(&stream, engine().engine, dnnl_stream_default_flags), "dnnl_stream_create");
-    dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, out}};
-    if (s.ok()) s = check(dnnl_primitive_execute(reorder, stream, 2, args), "dnnl_primitive_execute");
-    if (s.ok()) s = check(dnnl_stream_wait(stream), "dnnl_stream_wait");
-    if (stream) dnnl_stream_destroy(stream);
-    if (out) dnnl_memory_destroy(out);
-    if (in) dnnl_memory_destroy(in);
+    KILN_DNNL(dnnl_stream_create, &stream, engine().engine, dnnl_stream_default_flags);
+    Status s = execute(reorder, stream, {DNNL_ARG_FROM, DNNL_ARG_TO}, {&plain, &chosen}, {const_cast<void*>(data), memory.get()});
+    dnnl_stream_destroy(stream);
     KILN_TRY(s);
     packed.push_back(std::move(memory));
     packedBytes += bytes;
@@ -378,22 +390,18 @@ Status OnednnCall::run(void* const* buffers) const {
   Status status = check(dnnl_stream_create(&stream, e, dnnl_stream_default_flags), "dnnl_stream_create");
   for (const State::Step& step : s.steps) {
     if (!status.ok()) break;
-    // Memory objects wrap this run's buffers.
-    std::vector<dnnl_exec_arg_t> args;
+    // This run's buffers, scratch memory or the packed weights.
+    std::vector<int> dnnlArgs;
+    std::vector<const dnnl_memory_desc_t*> descs;
+    std::vector<void*> data;
     for (const State::Arg& a : step.args) {
-      if (!status.ok()) break;
-      void* data = a.buffer >= 0   ? buffers[a.buffer]
-                   : a.packed >= 0 ? s.packed[static_cast<size_t>(a.packed)].get()
-                                   : scratch[static_cast<size_t>(a.scratch)].get();
-      dnnl_memory_t memory = nullptr;
-      status = check(dnnl_memory_create(&memory, &a.desc, e, data), "dnnl_memory_create");
-      if (status.ok()) args.push_back({a.dnnlArg, memory});
+      dnnlArgs.push_back(a.dnnlArg);
+      descs.push_back(&a.desc);
+      data.push_back(a.buffer >= 0   ? buffers[a.buffer]
+                     : a.packed >= 0 ? s.packed[static_cast<size_t>(a.packed)].get()
+                                     : scratch[static_cast<size_t>(a.scratch)].get());
     }
-    if (status.ok())
-      status = check(dnnl_primitive_execute(step.primitive.get(), stream, static_cast<int>(args.size()), args.data()),
-                     "dnnl_primitive_execute");
-    if (status.ok()) status = check(dnnl_stream_wait(stream), "dnnl_stream_wait");
-    for (const dnnl_exec_arg_t& a : args) dnnl_memory_destroy(a.memory);
+    status = execute(step.primitive.get(), stream, dnnlArgs, descs, data);
   }
   if (stream) dnnl_stream_destroy(stream);
   return status;

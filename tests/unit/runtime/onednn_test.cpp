@@ -227,8 +227,7 @@ TEST(Onednn, ConstantWeightsArePackedOnce) {
     for (const codegen::KernelGroup* group : (*exe)->plan().allGroups()) {
       if (!codegen::hasLibraryOp(*group)) continue;
       std::vector<const void*> constants;
-      for (const Value* v : group->inputs)
-        constants.push_back(isConstantData(v) ? v->definingOp()->attr("value").getDense().data() : nullptr);
+      for (const Value* v : group->inputs) constants.push_back(constantDataBytes(v));
       auto call = OnednnCall::create(codegen::selectLibraryCall(*group, codegen::Target::Cpu), constants);
       ASSERT_TRUE(call.ok()) << call.error().str();
       packed |= (*call)->packedBytes() > 0;
