@@ -450,7 +450,7 @@ def conv_case(n, c, hw, o, dt="f32"):
 
 def all_cases():
     """Large cases first: they are the performance contract, and a time budget may cut the tail.
-    Then the training steps (train_cases.py: one Adam step of an MLP classifier), then the examples."""
+    Then the training steps (train_cases.py: one Adam step of an MLP or CNN classifier), then the examples."""
     from train_cases import train_cases  # it imports Tensor from here
     from train_cases import cpu_train_cases
     return large_cases() + train_cases() + example_cases() + cpu_cases() + cpu_train_cases()

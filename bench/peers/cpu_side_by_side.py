@@ -10,8 +10,9 @@ on it, runs harness.py --group cpu --allow-cpu for each framework that imports (
 reported and left out), and joins the records with compare.py --kiln-backend cpu into Markdown:
 kiln's time and each peer's, the ratios, GB/s against the same run's memcpy and TFLOP/s. The
 library GEMM peak of the same run is the matmul_1024x1024x1024_f32 case (kiln hands it to oneDNN).
-The training step (train_cases.cpu_train_cases: one Adam step of a 784 -> 1024 -> 1024 -> 10 MLP,
-batch 256) goes through train_kiln.py on kiln's side, checked against NumPy first.
+The training steps (train_cases.cpu_train_cases: one Adam step of a 784 -> 1024 -> 1024 -> 10 MLP,
+batch 256, and of a CNN on 3x32x32 images, batch 32) go through train_kiln.py on kiln's side,
+checked against NumPy first.
 """
 import argparse
 import importlib.util

@@ -153,13 +153,25 @@ class TrainStep:
         compute = jnp.bfloat16 if case.precision == "bf16" else jnp.float32
         layers = case.layers
 
-        def loss_fn(params, x, y):
+        def mlp(params, x):
             h = x
             for i in range(1, layers + 1):
                 # Mixed precision as Flax's Dense(dtype=bfloat16, param_dtype=float32) does it.
                 z = jnp.matmul(h.astype(compute), params[f"w{i}"].astype(compute)) + params[f"b{i}"].astype(compute)
                 h = jnp.tanh(z) if i < layers else z
-            logits = h.astype(jnp.float32)
+            return h.astype(jnp.float32)
+
+        def cnn(params, x):
+            def block(h, k, c):  # conv 3x3 (padding 1) + bias, relu, 2x2 max pool, as Flax's nn.Conv and nn.max_pool
+                z = lax.conv_general_dilated(h, k, (1, 1), [(1, 1), (1, 1)], dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                return lax.reduce_window(jax.nn.relu(z + c), -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+            h = block(block(x, params["k1"], params["c1"]), params["k2"], params["c2"])
+            return jnp.matmul(h.reshape(h.shape[0], -1), params["w"]) + params["b"]
+
+        model = cnn if case.model == "cnn" else mlp
+
+        def loss_fn(params, x, y):
+            logits = model(params, x)
             loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
             return loss, jnp.mean(jnp.argmax(logits, axis=1) == y)
 

@@ -151,8 +151,8 @@ class Backend:
 # --- the training step (train_cases.py) -------------------------------------------------------
 
 class TrainStep:
-    """One optimizer step as PyTorch users write it: an nn.Sequential of nn.Linear and nn.Tanh,
-    torch.optim.Adam (fused=True: one multi-tensor kernel, PyTorch's fastest Adam), and the whole
+    """One optimizer step as PyTorch users write it: an nn.Sequential of nn.Linear and nn.Tanh (the
+    MLP) or of nn.Conv2d, nn.ReLU, nn.MaxPool2d, nn.Flatten and nn.Linear (the CNN), torch.optim.Adam (fused=True: one multi-tensor kernel, PyTorch's fastest Adam), and the whole
     step -- forward, loss.backward(), opt.step(), opt.zero_grad() -- under one torch.compile, as
     PyTorch's tutorials compile a training step. Dynamo breaks the graph at backward(): the forward
     and its AOT-compiled backward are one graph; the fused Adam kernel runs as is (PyTorch keeps it
@@ -163,16 +163,12 @@ class TrainStep:
     def __init__(self, case, inputs, backend):
         from train_cases import ADAM_BETAS, ADAM_EPS
         dev = backend.dev
-        mods = []
-        for i in range(1, case.layers + 1):
-            lin = torch.nn.Linear(case.widths[i - 1], case.widths[i])
-            with torch.no_grad():  # nn.Linear keeps weight as [out, in]: kiln's w transposed
-                lin.weight.copy_(torch.from_numpy(inputs[f"w{i}"]).T)
-                lin.bias.copy_(torch.from_numpy(inputs[f"b{i}"]))
-            mods += [lin, torch.nn.Tanh()]
-        model = torch.nn.Sequential(*mods[:-1]).to(dev)
-        self.linears = [m for m in model if isinstance(m, torch.nn.Linear)]
-        self.names = case.param_names
+        model, self.named = (cnn_model if case.model == "cnn" else mlp_model)(case)
+        self.shapes = {t.name: t.shape for t in case.param_tensors}
+        with torch.no_grad():
+            for name, p in self.named:
+                p.copy_(from_kiln(inputs[name], p))
+        model = model.to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=case.lr, betas=ADAM_BETAS, eps=ADAM_EPS, fused=True)
         mixed = case.precision == "bf16"
 
@@ -208,10 +204,44 @@ class TrainStep:
         self.sync()
         f64 = lambda t: t.detach().to(torch.float64).cpu().numpy()  # noqa: E731
         out = {"loss": float(self.out[0]), "accuracy": float(self.out[1])}
-        for i, lin in enumerate(self.linears, start=1):
-            for name, p in ((f"w{i}", lin.weight), (f"b{i}", lin.bias)):
-                state = self.opt.state[p]
-                for key, t in ((f"new_{name}", p), (f"new_m_{name}", state["exp_avg"]),
-                               (f"new_v_{name}", state["exp_avg_sq"])):
-                    out[key] = f64(t).T  # weights back to kiln's [in, out]; .T leaves a vector as it is
+        for name, p in self.named:
+            state = self.opt.state[p]
+            for key, t in ((f"new_{name}", p), (f"new_m_{name}", state["exp_avg"]),
+                           (f"new_v_{name}", state["exp_avg_sq"])):
+                out[key] = to_kiln(f64(t), self.shapes[name])
         return out
+
+
+# The models as PyTorch users write them, and their parameters under train_cases' names. Layouts
+# differ from kiln's in two places: nn.Linear keeps its weight as [out, in] (kiln's w transposed)
+# and nn.Conv2d its bias as [C] (kiln's c is [1, C, 1, 1]).
+
+def mlp_model(case):
+    mods = []
+    for i in range(1, case.layers + 1):
+        mods += [torch.nn.Linear(case.widths[i - 1], case.widths[i]), torch.nn.Tanh()]
+    model = torch.nn.Sequential(*mods[:-1])
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    return model, [(f"{k}{i}", getattr(lin, attr)) for i, lin in enumerate(linears, start=1)
+                   for k, attr in (("w", "weight"), ("b", "bias"))]
+
+
+def cnn_model(case):
+    c, c1, c2, classes = case.widths
+    conv1, conv2 = torch.nn.Conv2d(c, c1, 3, padding=1), torch.nn.Conv2d(c1, c2, 3, padding=1)
+    dense = torch.nn.Linear(case.dense_in, classes)
+    model = torch.nn.Sequential(conv1, torch.nn.ReLU(), torch.nn.MaxPool2d(2), conv2, torch.nn.ReLU(),
+                                torch.nn.MaxPool2d(2), torch.nn.Flatten(), dense)
+    return model, [("k1", conv1.weight), ("c1", conv1.bias), ("k2", conv2.weight), ("c2", conv2.bias),
+                   ("w", dense.weight), ("b", dense.bias)]
+
+
+def from_kiln(a, p):
+    """kiln's layout of a parameter (NumPy) as PyTorch's tensor p holds it."""
+    t = torch.from_numpy(a)
+    return t.T if t.dim() == 2 else t.reshape(p.shape)
+
+
+def to_kiln(a, shape):
+    """A NumPy copy of a PyTorch parameter (or its Adam state) in kiln's layout, whose shape is `shape`."""
+    return a.T if a.ndim == 2 else a.reshape(shape)

@@ -1,6 +1,7 @@
 """The training-step benchmark cases: one optimizer step (forward, gradient, Adam update) of an MLP
 classifier, the model of examples/train/mlp_classifier.kiln, at the example's size and at sizes
-that fill a GPU.
+that fill a GPU, and of a CNN classifier, the model of examples/train/cnn_classifier.kiln (two
+3x3 convolutions with relu and 2x2 max pooling, then a dense layer), at an image classifier's size.
 
 A case names a loss function (kiln text: the example file, or generated here at another size) and
 how it is trained: the parameters, the batch, Adam's hyperparameters and the precision. kiln's
@@ -45,9 +46,11 @@ class TrainCase:
     def layers(self):
         return len(self.widths) - 1
 
+    model = "mlp"
+
     @property
     def param_names(self):
-        return [f"{k}{i}" for i in range(1, self.layers + 1) for k in "wb"]
+        return [t.name for t in self.param_tensors]
 
     @property
     def param_tensors(self):
@@ -115,6 +118,92 @@ class TrainCase:
         return kiln_mlp_classifier(self.batch, self.widths, self.precision)
 
 
+@dataclass
+class CnnTrainCase(TrainCase):
+    """examples/train/cnn_classifier.kiln's model at any size: widths are the channels, the image's
+    first and the classes last, e.g. (3, 32, 64, 10): a 3-channel image -> conv 3x3 (32 filters,
+    padding 1) + bias, relu, 2x2 max pool -> conv 3x3 (64 filters, padding 1) + bias, relu, 2x2
+    max pool -> dense to 10 classes. Convolution weights are OIHW, biases [1, C, 1, 1] (they
+    broadcast over NCHW), the dense weight [features, classes]. f32 only."""
+    image: tuple = (32, 32)  # height, width; each pool halves them, so both divide by 4
+
+    model = "cnn"
+
+    @property
+    def layers(self):
+        return 3
+
+    @property
+    def feature_shape(self):
+        """The activations at each stage: [(C, H, W) after conv 1, after pool 1, after conv 2, after pool 2]."""
+        c, c1, c2 = self.widths[:3]
+        h, w = self.image
+        return [(c1, h, w), (c1, h // 2, w // 2), (c2, h // 2, w // 2), (c2, h // 4, w // 4)]
+
+    @property
+    def dense_in(self):
+        c, h, w = self.feature_shape[-1]
+        return c * h * w
+
+    @property
+    def param_tensors(self):
+        c, c1, c2, classes = self.widths
+        return [Tensor("k1", (c1, c, 3, 3), "f32"), Tensor("c1", (1, c1, 1, 1), "f32"),
+                Tensor("k2", (c2, c1, 3, 3), "f32"), Tensor("c2", (1, c2, 1, 1), "f32"),
+                Tensor("w", (self.dense_in, classes), "f32"), Tensor("b", (classes,), "f32")]
+
+    @property
+    def data_tensors(self):
+        return [Tensor("x", (self.batch, self.widths[0], *self.image), "f32"), Tensor("y", (self.batch,), "i32")]
+
+    @property
+    def shape(self):
+        return "x".join(map(str, self.data_tensors[0].shape))
+
+    @property
+    def conv_flops(self):
+        """(conv 1, conv 2) forward FLOPs: 2 x outputs x (input channels x 9)."""
+        (c1, h1, w1), _, (c2, h2, w2), _ = self.feature_shape
+        return (2 * self.batch * c1 * h1 * w1 * self.widths[0] * 9, 2 * self.batch * c2 * h2 * w2 * c1 * 9)
+
+    @property
+    def forward_flops(self):
+        return sum(self.conv_flops) + 2 * self.batch * self.dense_in * self.widths[-1]
+
+    @property
+    def flops(self):
+        """3x the forward's products (each has a data and a weight gradient of its size), less the
+        first convolution's data gradient (x is not differentiated). Pooling, relu, the softmax and
+        Adam are memory-bound and not counted."""
+        return 3 * self.forward_flops - self.conv_flops[0]
+
+    @property
+    def kiln_text(self):
+        if self.source.startswith("examples/"):
+            return example_text(self.source)
+        return kiln_cnn_classifier(self)
+
+
+def kiln_cnn_classifier(case):
+    """examples/train/cnn_classifier.kiln's loss for CnnTrainCase's layout (both convolutions padded,
+    a pool after each)."""
+    p = {t.name: t for t in case.param_tensors + case.data_tensors}
+    ty = lambda n: f"f32[{','.join(map(str, p[n].shape))}]"  # noqa: E731
+    sig = ", ".join(f"%{n}: {ty(n)}" for n in ("k1", "c1", "k2", "c2", "w", "b"))
+    body = ["  %h1 = conv2d %x, %k1 {pads = [1,1,1,1]}", "  %h1b = add %h1, %c1", "  %a1 = relu %h1b",
+            "  %p1 = max_pool2d %a1 {kernel = [2,2], strides = [2,2]}",
+            "  %h2 = conv2d %p1, %k2 {pads = [1,1,1,1]}", "  %h2b = add %h2, %c2", "  %a2 = relu %h2b",
+            "  %p2 = max_pool2d %a2 {kernel = [2,2], strides = [2,2]}",
+            f"  %flat = reshape %p2 {{shape = [-1,{case.dense_in}]}}", "  %o = matmul %flat, %w",
+            "  %logits = add %o, %b", "  %ce = softmax_cross_entropy %logits, %y", "  %loss = reduce_mean %ce",
+            "  %pred = argmax %logits {axis = 1}", "  %predi = cast %pred {to = i32}", "  %hit = eq %predi, %y",
+            "  %hitf = cast %hit {to = f32}", "  %accuracy = reduce_mean %hitf", "  return %loss, %accuracy"]
+    return (f"# Generated by bench/peers/train_cases.py: examples/train/cnn_classifier.kiln's model at "
+            f"{' -> '.join(map(str, case.widths))} channels, {case.image[0]}x{case.image[1]} images, batch {case.batch}.\n"
+            f"func @main({sig},\n           %x: {ty('x')}, %y: i32[{case.batch}]) -> (f32[], f32[]) {{\n"
+            + "\n".join(body) + "\n}\n")
+
+
 def example_text(source):
     name = os.path.basename(source)
     for d in EXAMPLES_DIRS:
@@ -179,11 +268,23 @@ def train_cases():
     return [example] + [mlp_case(1024, LARGE_WIDTHS, p, label="large") for p in ("f32", "bf16")]
 
 
+def cnn_case(batch, widths, image, label=None):
+    label = label or f"{batch}x{widths[0]}x{image[0]}x{image[1]}"
+    return CnnTrainCase(name=f"train_cnn_{label}_f32", widths=tuple(widths), batch=batch, precision="f32", lr=1e-3,
+                        image=tuple(image),
+                        description=f"Adam step of a CNN classifier ({' -> '.join(map(str, widths))} channels, "
+                                    f"3x3 convolutions, relu, 2x2 max pools, dense), {image[0]}x{image[1]} images, "
+                                    f"batch {batch}, f32")
+
+
 def cpu_train_cases():
-    """The CPU group's training step (cases.cpu_cases): an MNIST-sized classifier, batch 256."""
-    case = mlp_case(256, (784, 1024, 1024, 10), "f32", label="cpu")
-    case.group = "cpu"
-    return [case]
+    """The CPU group's training steps (cases.cpu_cases): an MNIST-sized MLP classifier, batch 256,
+    and a CIFAR-sized CNN classifier (3x32x32 images, 32 and 64 filters), batch 32."""
+    cases = [mlp_case(256, (784, 1024, 1024, 10), "f32", label="cpu"),
+             cnn_case(32, (3, 32, 64, 10), (32, 32), label="cpu")]
+    for case in cases:
+        case.group = "cpu"
+    return cases
 
 
 # --- inputs ---------------------------------------------------------------------------------
@@ -198,15 +299,18 @@ def make_train_inputs(case, seed=None):
     rng = np.random.default_rng(zlib.crc32(case.name.encode()) if seed is None else seed)
     out = {}
     for t in case.param_tensors:
-        if len(t.shape) == 2:
-            a = math.sqrt(6.0 / (t.shape[0] + t.shape[1]))
+        if t.name[0] in "wk":  # a dense [in, out] or convolution [out, in, kh, kw] weight, not a bias
+            window = math.prod(t.shape[2:])
+            fan_in, fan_out = (t.shape[0], t.shape[1]) if len(t.shape) == 2 else (t.shape[1] * window, t.shape[0] * window)
+            a = math.sqrt(6.0 / (fan_in + fan_out))
             out[t.name] = rng.uniform(-a, a, t.shape).astype(np.float32)
         else:
             out[t.name] = rng.uniform(-0.1, 0.1, t.shape).astype(np.float32)
     for slot in "mv":
         for t in case.param_tensors:
             out[f"{slot}_{t.name}"] = np.zeros(t.shape, np.float32)
-    out["x"] = rng.standard_normal((case.batch, case.widths[0]), dtype=np.float32)
+    x = next(t for t in case.data_tensors if t.name == "x")
+    out["x"] = rng.standard_normal(x.shape, dtype=np.float32)
     out["y"] = rng.integers(0, case.widths[-1], case.batch).astype(np.int32)
     out["lr"] = np.array(case.lr, np.float32)
     out["step"] = np.array(1.0, np.float32)

@@ -1,4 +1,4 @@
-"""The NumPy reference of one training step (train_cases.py's MLP classifier with Adam), in float64,
+"""The NumPy reference of one training step (train_cases.py's MLP and CNN classifiers with Adam), in float64,
 written from the model's definition and not from any framework's code, and the check that compares
 a framework's step with it. Every side of the training benchmark (kiln, jax.jit, torch.compile) is
 checked against this one function.
@@ -35,23 +35,26 @@ def forward(case, params, x, y):
             h = r(np.tanh(z))
             hidden.append(h)
     logits = z
+    loss, accuracy, _ = cross_entropy(logits, y)
+    return loss, accuracy, logits, inputs, weights, hidden
+
+
+def cross_entropy(logits, y):
+    """(mean softmax cross-entropy, accuracy, d loss / d logits)."""
+    n = len(y)
     shifted = logits - logits.max(axis=1, keepdims=True)
     logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    n = len(y)
-    loss = -logp[np.arange(n), y].mean()
-    accuracy = float(np.mean(np.argmax(logits, axis=1) == y))
-    return loss, accuracy, logits, inputs, weights, hidden
+    dz = np.exp(logp)
+    dz[np.arange(n), y] -= 1.0
+    return -logp[np.arange(n), y].mean(), float(np.mean(np.argmax(logits, axis=1) == y)), dz / n
 
 
 def gradients(case, params, x, y):
     """(loss, accuracy, {name: d loss / d name}) by reverse mode, written out layer by layer."""
+    if case.model == "cnn":
+        return cnn_gradients(params, x, y)
     loss, accuracy, logits, inputs, weights, hidden = forward(case, params, x, y)
-    n = len(y)
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    dz = p.copy()
-    dz[np.arange(n), y] -= 1.0
-    dz /= n                                       # d mean(cross-entropy) / d logits
+    dz = cross_entropy(logits, y)[2]
     grads = {}
     for i in range(case.layers, 0, -1):
         grads[f"w{i}"] = inputs[i - 1].T @ dz     # dW = X^T dY
@@ -59,6 +62,57 @@ def gradients(case, params, x, y):
         if i > 1:                                 # the data x gets no gradient
             da = dz @ weights[i - 1].T            # dX = dY W^T
             dz = da * (1.0 - hidden[i - 2] ** 2)  # tanh' = 1 - tanh^2
+    return loss, accuracy, grads
+
+
+def windows3x3(a):
+    """[N, C, H, W] padded by one on each side -> [N, C, H, W, 3, 3]: each output's input window."""
+    return np.lib.stride_tricks.sliding_window_view(np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
+
+
+def conv3x3(x, k):
+    """A 3x3 convolution, stride 1, padding 1: y[n,o,i,j] = sum_{c,a,b} x[n,c,i+a-1,j+b-1] k[o,c,a,b]."""
+    return np.einsum("nchwab,ocab->nohw", windows3x3(x), k, optimize=True)
+
+
+def conv3x3_backward(x, k, dy):
+    """(d x, d k) of conv3x3: d x is dy convolved with the kernel flipped and its channels swapped;
+    d k correlates the input windows with dy."""
+    dx = conv3x3(dy, k[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+    dk = np.einsum("nchwab,nohw->ocab", windows3x3(x), dy, optimize=True)
+    return dx, dk
+
+
+def max_pool2x2(a):
+    """(2x2 max pool, stride 2, of [N, C, H, W]; the index 0-3 of each window's first maximum)."""
+    n, c, h, w = a.shape
+    win = a.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, h // 2, w // 2, 4)
+    return win.max(axis=-1), win.argmax(axis=-1)
+
+
+def max_pool2x2_backward(dy, first_max):
+    """The pool's gradient: each window's dy to its first maximum (a tie is a relu's zeros, whose
+    gradient relu's derivative zeroes anyway)."""
+    n, c, h, w = dy.shape
+    win = (np.arange(4) == first_max[..., None]) * dy[..., None]
+    return win.reshape(n, c, h, w, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, c, 2 * h, 2 * w)
+
+
+def cnn_gradients(params, x, y):
+    """train_cases.CnnTrainCase's model: (loss, accuracy, {name: d loss / d name})."""
+    z1 = conv3x3(x, params["k1"]) + params["c1"]
+    p1, arg1 = max_pool2x2(np.maximum(z1, 0))
+    z2 = conv3x3(p1, params["k2"]) + params["c2"]
+    p2, arg2 = max_pool2x2(np.maximum(z2, 0))
+    flat = p2.reshape(len(x), -1)
+    loss, accuracy, dlogits = cross_entropy(flat @ params["w"] + params["b"], y)
+    grads = {"w": flat.T @ dlogits, "b": dlogits.sum(axis=0)}
+    dz2 = max_pool2x2_backward((dlogits @ params["w"].T).reshape(p2.shape), arg2) * (z2 > 0)
+    grads["c2"] = dz2.sum(axis=(0, 2, 3), keepdims=True)
+    dp1, grads["k2"] = conv3x3_backward(p1, params["k2"], dz2)
+    dz1 = max_pool2x2_backward(dp1, arg1) * (z1 > 0)
+    grads["c1"] = dz1.sum(axis=(0, 2, 3), keepdims=True)
+    grads["k1"] = conv3x3_backward(x, params["k1"], dz1)[1]
     return loss, accuracy, grads
 
 

@@ -21,6 +21,24 @@ def tiny_case(widths, batch, precision="f32", lr=0.1):
     return tc.TrainCase(name="tiny", widths=tuple(widths), batch=batch, precision=precision, lr=lr)
 
 
+def worst_gradient_error(case, inputs):
+    """The largest relative difference between the reference's gradients and central differences."""
+    y = inputs["y"].astype(np.int64)
+    loss = lambda p: gradients(case, p, inputs["x"], y)[0]  # noqa: E731
+    grads = gradients(case, inputs, inputs["x"], y)[2]
+    worst = 0.0
+    for name in case.param_names:
+        num = np.zeros_like(inputs[name])
+        for idx in np.ndindex(num.shape):
+            hi, lo = dict(inputs), dict(inputs)
+            hi[name], lo[name] = inputs[name].copy(), inputs[name].copy()
+            hi[name][idx] += 1e-6
+            lo[name][idx] -= 1e-6
+            num[idx] = (loss(hi) - loss(lo)) / 2e-6
+        worst = max(worst, float(np.abs(num - grads[name]).max() / np.abs(num).max()))
+    return worst
+
+
 def check_reference(expect):
     # Hand-worked: one dense layer (no hidden layer), W = 0, b = 0, x = [[1, 2]], y = [0]. The logits
     # are [0, 0], so p = [1/2, 1/2], loss = ln 2, accuracy 1 (argmax of a tie is the first class),
@@ -49,22 +67,15 @@ def check_reference(expect):
     expect(np.allclose(adam(p, g, m, v, 0.01, 3, (0.9, 0.999), 1e-8), (want_p, m2, v2), rtol=1e-14),
            "Adam's update with bias corrections at t = 3")
 
-    # The backward pass against central differences, two tanh layers deep, in float64.
+    # The backward pass against central differences, in float64: two tanh layers deep, and the CNN
+    # (both convolutions, both pools) on 4x4 images.
     case = tiny_case((3, 5, 4, 3), 4)
     inputs = {k: v.astype(np.float64) for k, v in tc.make_train_inputs(case, seed=1).items()}
-    y = inputs["y"].astype(np.int64)
-    _, _, grads = gradients(case, inputs, inputs["x"], y)
-    worst = 0.0
-    for name in case.param_names:
-        num = np.zeros_like(inputs[name])
-        for idx in np.ndindex(num.shape):
-            hi, lo = dict(inputs), dict(inputs)
-            hi[name], lo[name] = inputs[name].copy(), inputs[name].copy()
-            hi[name][idx] += 1e-6
-            lo[name][idx] -= 1e-6
-            num[idx] = (gradients(case, hi, inputs["x"], y)[0] - gradients(case, lo, inputs["x"], y)[0]) / 2e-6
-        worst = max(worst, float(np.abs(num - grads[name]).max() / np.abs(num).max()))
+    worst = worst_gradient_error(case, inputs)
     expect(worst < 1e-7, f"reference gradients match central differences (worst rel err {worst:.2g})")
+    cnn = tc.cnn_case(3, (2, 3, 4, 5), (4, 4))
+    worst = worst_gradient_error(cnn, {k: v.astype(np.float64) for k, v in tc.make_train_inputs(cnn, seed=1).items()})
+    expect(worst < 1e-7, f"the CNN's reference gradients match central differences (worst rel err {worst:.2g})")
 
     # bf16 rounding: exact values stay, halfway cases go to the even neighbour.
     got = bf16_round(np.array([1.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -2.5, 1 + 2 ** -7]))
@@ -96,9 +107,17 @@ def check_models(expect):
     expect(signature(gen) == signature(ex.kiln_text),
            "the loss generator at the example's size has examples/train/mlp_classifier.kiln's signature")
     expect("cast %x {to = bf16}" in tc.kiln_mlp_classifier(8, (4, 8, 2), "bf16"), "the bf16 loss casts to bf16")
-    inputs = tc.make_train_inputs(ex)
-    expect(sorted(inputs) == sorted(t.name for t in ex.params)
-           and all(inputs[t.name].shape == t.shape for t in ex.params), "inputs have the step's names and shapes")
+    cnn = tc.cpu_train_cases()[1]
+    convs = (2 * 32 * 32 * 32 * 32 * 3 * 9, 2 * 32 * 64 * 16 * 16 * 32 * 9)
+    expect(cnn.flops == 3 * (sum(convs) + 2 * 32 * 4096 * 10) - convs[0],
+           "CNN step FLOPs: 3x forward less the first convolution's data gradient")
+    expect([t.name for t in cnn.params][:6] == ["k1", "c1", "k2", "c2", "w", "b"]
+           and cnn.params[-4].shape == (32, 3, 32, 32), "CNN step parameters in kiln's order")
+    for case in (ex, cnn):
+        inputs = tc.make_train_inputs(case)
+        expect(sorted(inputs) == sorted(t.name for t in case.params)
+               and all(inputs[t.name].shape == t.shape for t in case.params),
+               f"{case.name}: inputs have the step's names and shapes")
 
 
 class NumpyTrainStep:
@@ -148,7 +167,7 @@ def check_kiln(expect, kiln):
     reference."""
     import train_kiln
     with tempfile.TemporaryDirectory() as work:
-        for case in tc.train_cases():
+        for case in tc.train_cases() + tc.cpu_train_cases():
             try:
                 step = train_kiln.build_step(case, kiln, work)
                 out = train_kiln.kiln_cmd(kiln, "explain", step, "--target", "cuda")
@@ -156,7 +175,7 @@ def check_kiln(expect, kiln):
             except Exception as e:  # noqa: BLE001
                 expect(False, f"{case.name}: {e}")
                 continue
-            if case.source:  # the example is small: run it
+            if case.source or case.model == "cnn":  # small enough to run here
                 flags, inputs = train_kiln.write_inputs(case, work)
                 ok, err, detail = train_kiln.check(case, kiln, step, flags, inputs, "cpu", work)
                 expect(ok, f"kiln's compiled step of {case.name} matches the NumPy reference ({detail})")
