@@ -221,6 +221,25 @@ Values ElementEmitter::loopNest(const Shape& extents, Values init, const NestBod
   return level(0, std::move(init));
 }
 
+Values ElementEmitter::mergedLoopNest(const std::vector<Shape>& runs, Values init, const NestBody& body) {
+  Shape products;
+  for (const Shape& run : runs) products.push_back(numElements(run));
+  return loopNest(products, std::move(init), [&](const Index& flat, const Values& carried) {
+    Index ivs;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      Index part(runs[r].size());
+      llvm::Value* rest = flat[r];
+      for (size_t d = runs[r].size(); d-- > 1;) {  // row-major: the last dim varies fastest
+        part[d] = b.CreateURem(rest, i64(runs[r][d]));
+        rest = b.CreateUDiv(rest, i64(runs[r][d]));
+      }
+      if (!part.empty()) part[0] = rest;
+      ivs.insert(ivs.end(), part.begin(), part.end());
+    }
+    return body(ivs, carried);
+  });
+}
+
 Values ElementEmitter::ifThen(llvm::Value* cond, const std::function<Values()>& then,
                                               const Values& otherwise) {
   llvm::Function* f = b.GetInsertBlock()->getParent();

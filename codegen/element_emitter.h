@@ -140,6 +140,12 @@ class ElementEmitter {
   // Nested loops over `extents` (outermost first), the body getting one iv per extent.
   using NestBody = std::function<Values(const Index& ivs, const Values& carried)>;
   Values loopNest(const Shape& extents, Values init, const NestBody& body);
+  // The same visiting order, each run of adjacent dims (`runs`, outermost first) walked by one loop
+  // over their product; the body still gets one iv per dim. Over a tensor's trailing dims (a
+  // reduce over H and W of NCHW) the inner loop then walks a contiguous block, long enough that
+  // LLVM vectorises it along memory rather than unrolling a short innermost loop whole and
+  // vectorising the loop outside it with gathers.
+  Values mergedLoopNest(const std::vector<Shape>& runs, Values init, const NestBody& body);
   // if (cond) { then() } else { otherwise }: the values of the branch taken.
   Values ifThen(llvm::Value* cond, const std::function<Values()>& then, const Values& otherwise);
   // cond ? then() : otherwise(), computing only the branch taken (for loads that are only in

@@ -28,6 +28,29 @@ std::pair<llvm::Value*, llvm::Value*> windowOf(ElementEmitter& e, llvm::Value* i
   return {out, valid};
 }
 
+// The windows along one axis that may cover input position `in`, for a pool's backward pass.
+// Where windows cannot overlap (dilation 1, stride >= kernel: a 2x2 pool of stride 2) there is one
+// candidate, found by division, instead of one per kernel offset.
+struct PoolAxis {
+  int64_t kernel, stride, padBefore, dilation, outSize;
+  bool disjoint() const { return dilation == 1 && stride >= kernel; }
+  int64_t candidates() const { return disjoint() ? 1 : kernel; }
+  // (the window, the kernel offset of `in` in it, whether that window exists) for candidate `iv`.
+  std::tuple<llvm::Value*, llvm::Value*, llvm::Value*> candidate(ElementEmitter& e, llvm::Value* in,
+                                                                 llvm::Value* iv) const {
+    if (!disjoint()) {
+      auto [out, valid] = windowOf(e, in, iv, stride, padBefore, dilation, outSize);
+      return {out, iv, valid};
+    }
+    auto& b = e.b;
+    llvm::Value* t = b.CreateAdd(in, e.i64(padBefore));  // non-negative: in >= 0, padding >= 0
+    llvm::Value* out = b.CreateUDiv(t, e.i64(stride));
+    llvm::Value* offset = b.CreateSub(t, b.CreateMul(out, e.i64(stride)));
+    llvm::Value* valid = b.CreateAnd(b.CreateICmpULT(offset, e.i64(kernel)), b.CreateICmpULT(out, e.i64(outSize)));
+    return {out, offset, valid};
+  }
+};
+
 // dx[n,c,h,w] = sum over the output channels o of c's group and kernel offsets (ky,kx) whose
 // window covers (h,w): dy[n,o,oy,ox] * w[o, c mod C/groups, ky, kx].
 llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& index) {
@@ -90,9 +113,11 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
   std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
   std::vector<int64_t> dil = op.intsAttr("dilations");
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
-  llvm::Value* acc = e.loopNest({kernel[0], kernel[1]}, {e.f64(0.0)}, [&](const Index& k, const Values& sum) {
-    auto [oy, yValid] = windowOf(e, index[2], k[0], strides[0], pads[0], dil[0], dys[2]);
-    auto [ox, xValid] = windowOf(e, index[3], k[1], strides[1], pads[1], dil[1], dys[3]);
+  PoolAxis rows{kernel[0], strides[0], pads[0], dil[0], dys[2]}, cols{kernel[1], strides[1], pads[1], dil[1], dys[3]};
+  Shape candidates{rows.candidates(), cols.candidates()};
+  llvm::Value* acc = e.loopNest(candidates, {e.f64(0.0)}, [&](const Index& c, const Values& sum) {
+    auto [oy, ky, yValid] = rows.candidate(e, index[2], c[0]);
+    auto [ox, kx, xValid] = cols.candidate(e, index[3], c[1]);
     return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
       // Scan the window (oy,ox): its real elements' count, and for max its first maximal one.
       Values init{e.f64(-INFINITY), e.i64(-1), e.i64(0)};
@@ -113,7 +138,7 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
       });
       llvm::Value* g = e.toDouble(e.emit(dy, {index[0], index[1], oy, ox}));
       if (!isMax) return Values{b.CreateFAdd(sum[0], b.CreateFDiv(g, b.CreateSIToFP(scan[2], b.getDoubleTy())))};
-      llvm::Value* mine = b.CreateAdd(b.CreateMul(k[0], e.i64(kernel[1])), k[1]);
+      llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(kernel[1])), kx);
       return Values{b.CreateSelect(b.CreateICmpEQ(scan[1], mine), b.CreateFAdd(sum[0], g), sum[0])};
     }, sum);
   })[0];

@@ -178,7 +178,13 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
   }
   auto element = [&](const Index& ivs) { return e.emit(x, reducedSource(index, reduced, ivs, xt.rank())); };
   Accumulation acc = accumulationFor(e, op, reduced.count);
-  Values total = e.loopNest(reduced.extents, {acc.init}, [&](const Index& ivs, const Values& c) {
+  // Adjacent reduced axes (H and W of NCHW's [0, 2, 3]) are one loop: the same order of elements.
+  std::vector<Shape> runs;
+  for (size_t k = 0; k < reduced.axes.size(); ++k) {
+    if (k == 0 || reduced.axes[k] != reduced.axes[k - 1] + 1) runs.emplace_back();
+    runs.back().push_back(reduced.extents[k]);
+  }
+  Values total = e.mergedLoopNest(runs, {acc.init}, [&](const Index& ivs, const Values& c) {
     return Values{acc.add(c[0], element(ivs))};
   });
   return acc.finish(total[0]);
@@ -245,11 +251,11 @@ llvm::Value* layerNorm(ElementEmitter& e, const Op& op, const Index& index) {
     return e.toDouble(e.emit(x, source));
   };
   llvm::Value* count = e.f64(static_cast<double>(numElements(inner)));
-  llvm::Value* sum = e.loopNest(inner, {e.f64(0.0)}, [&](const Index& ivs, const Values& c) {
+  llvm::Value* sum = e.mergedLoopNest({inner}, {e.f64(0.0)}, [&](const Index& ivs, const Values& c) {
     return Values{b.CreateFAdd(c[0], element(ivs))};
   })[0];
   llvm::Value* mean = b.CreateFDiv(sum, count);
-  llvm::Value* squares = e.loopNest(inner, {e.f64(0.0)}, [&](const Index& ivs, const Values& c) {
+  llvm::Value* squares = e.mergedLoopNest({inner}, {e.f64(0.0)}, [&](const Index& ivs, const Values& c) {
     llvm::Value* d = b.CreateFSub(element(ivs), mean);
     return Values{b.CreateFAdd(c[0], b.CreateFMul(d, d))};
   })[0];

@@ -17,7 +17,9 @@ void check(const std::string& params, const std::string& line, DiffOptions o = {
 }
 
 TEST(CpuOps, Reductions) {
-  const char* axes[] = {"", " {axes = [1]}", " {axes = [0, 2], keepdims = true}", " {axes = [-1]}", " {axes = []}"};
+  // Adjacent reduced axes ([1, 2], and all of them) run as one loop over their product.
+  const char* axes[] = {"", " {axes = [1]}", " {axes = [0, 2], keepdims = true}", " {axes = [1, 2]}", " {axes = [-1]}",
+                        " {axes = []}"};
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"})
     for (const char* t : kNumTypes)
       for (const char* a : axes)
@@ -171,6 +173,32 @@ TEST(CpuOps, ConvolutionAndPooling) {
     check("%x: " + T + "[2,3,4,4], %s: " + T + "[3], %b: " + T + "[3], %m: " + T + "[3], %v: " + T + "[3]",
           "batch_norm %x, %s, %b, %m, %v", {accumulateTolerance()});
   }
+}
+
+// The pools' gradients: windows that cannot overlap (a 2x2 pool of stride 2; stride 3 leaves gaps,
+// with padding) find their one window by division, overlapping ones (3x3 of stride 2, padded; one
+// axis of each kind) try every kernel offset. Ties and NaN go to the window's first maximum.
+TEST(CpuOps, PoolGradients) {
+  struct Pool {
+    const char* shapes;  // x, dy
+    const char* attrs;
+  };
+  const Pool pools[] = {
+      {"[2,3,8,8], %dy: T[2,3,4,4]", "kernel = [2, 2], strides = [2, 2]"},
+      {"[1,2,8,7], %dy: T[1,2,3,3]", "kernel = [2, 2], strides = [3, 3], pads = [1, 0, 0, 1]"},
+      {"[1,2,9,9], %dy: T[1,2,5,5]", "kernel = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"},
+      {"[1,2,8,9], %dy: T[1,2,4,4]", "kernel = [2, 3], strides = [2, 2]"},
+  };
+  for (const char* t : {"f32", "bf16"})
+    for (const Pool& p : pools) {
+      std::string params = std::string("%x: T") + p.shapes;
+      for (size_t at; (at = params.find('T')) != std::string::npos;) params.replace(at, 1, t);
+      check(params, std::string("max_pool2d_backward %x, %dy {") + p.attrs + "}", {accumulateTolerance(), 1, true});
+      std::string dy = params.substr(params.find("%dy"));
+      std::string input = params.substr(params.find('['), params.find(']') - params.find('[') + 1);
+      check(dy, std::string("avg_pool2d_backward %dy {") + p.attrs + ", input_shape = " + input + "}",
+            {accumulateTolerance()});
+    }
 }
 
 TEST(CpuOps, SoftmaxCrossEntropy) {
