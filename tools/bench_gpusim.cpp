@@ -227,7 +227,9 @@ void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, 
   for (const SimulatedRow& r : rows) {
     const SimulatedCounters& c = r.counters;
     if (c.launches == 0) {
-      fmt::print("{:<28} {:<36} not launched on the simulator\n", r.kernel, r.layout);
+      // A library call: the simulator's stand-in for the library computed it on the host.
+      fmt::print("{:<28} {:<36} a library call: its stand-in ran it on the host (no counters, no modelled time)\n",
+                 r.kernel, r.layout);
       continue;
     }
     ModelledKernel m = modelled(r, setup.gpu);

@@ -1,5 +1,7 @@
-// gpusim's own calls (gpusim/include/gpusim/gpusim.h): per-launch counters and "am I simulated".
+// gpusim's own calls (gpusim/include/gpusim/gpusim.h): per-launch counters, "am I simulated", and
+// what the vendor-library stand-ins need: host work on streams and host views of device memory.
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -82,3 +84,50 @@ GPUSIM_EXPORT void gpusimKernelStatsReset(void) {
   std::lock_guard<std::mutex> lock(statsMutex());
   statsLog().clear();
 }
+
+GPUSIM_EXPORT int gpusimCurrentDevice(void) {
+  CUctx_st* ctx = currentContext();
+  return ctx ? ctx->device->ordinal : -1;
+}
+
+GPUSIM_EXPORT int gpusimLaunchHostWork(void* stream, const char* name, int (*fn)(int device, void* user), void* user,
+                                       void (*release)(void* user)) {
+  // The work may be copied (graph capture) and run many times: `user` lives until the last copy goes.
+  std::shared_ptr<void> owned(user, [release](void* u) {
+    if (release) release(u);
+  });
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  auto s = static_cast<CUstream>(stream);
+  CUctx_st* ctx = nullptr;
+  if (CUresult r = enterStream(s, ctx)) return r;
+  int device = ctx->device->ordinal;
+  return submit(s, [fn, device, owned] { return static_cast<CUresult>(fn(device, owned.get())); },
+                name ? name : "gpusimLaunchHostWork");
+}
+
+GPUSIM_EXPORT void* gpusimDeviceMemory(int device, uint64_t address, size_t bytes, int access, const char* what) {
+  std::string call = what ? what : "gpusimDeviceMemory";
+  if (device < 0 || static_cast<size_t>(device) >= devices().size()) {
+    fail(CUDA_ERROR_INVALID_DEVICE, call + ": no device " + std::to_string(device));
+    return nullptr;
+  }
+  gpusim::DeviceMemory& memory = *devices()[static_cast<size_t>(device)].memory;
+  gpusim::Allocation* a = memory.find(address, std::max<size_t>(bytes, 1));
+  if (!a) {
+    char at[32];
+    std::snprintf(at, sizeof at, "0x%" PRIx64, address);
+    fail(CUDA_ERROR_ILLEGAL_ADDRESS, call + ": " + std::to_string(bytes) + " bytes at " + at +
+                                         " are not inside one live allocation: " + memory.describe(address, bytes));
+    return nullptr;
+  }
+  if ((access & GPUSIM_READ) && launchOptions().initcheck && !a->isWritten(address, bytes)) {
+    char at[32];
+    std::snprintf(at, sizeof at, "0x%" PRIx64, address);
+    fail(CUDA_SUCCESS, "initcheck: " + call + " reads " + std::to_string(bytes) + " bytes at " + at +
+                           " of which some were never written: " + memory.describe(address, bytes));
+  }
+  if (access & GPUSIM_WRITE) a->markWritten(address, bytes);
+  return a->host(address);
+}
+
+GPUSIM_EXPORT void gpusimReport(const char* report) { fail(CUDA_SUCCESS, report ? report : ""); }

@@ -18,7 +18,7 @@ struct LoadedCublasLt {
 };
 
 Status load(LoadedCublasLt& l) {
-  l.library = DynamicLibrary::open("cuBLASLt", {"libcublasLt.so.13"},
+  l.library = DynamicLibrary::open("cuBLASLt", candidatesOr("KILN_CUBLASLT_LIBRARY", {"libcublasLt.so.13"}),
                                    "kiln calls cuBLASLt 13 for matmuls on the GPU: install the CUDA 13 toolkit's "
                                    "libcublasLt.so.13 (or NVIDIA's nvidia-cublas wheel) and name its folder in "
                                    "$KILN_CUDA_LIBRARY_PATH if the loader does not find it");
@@ -106,7 +106,8 @@ struct CublasLt::Plan {
 Expected<std::unique_ptr<CublasLt>> CublasLt::create(CublasLtOptions options) {
   auto driverApi = driver();
   if (!driverApi) return driverApi.error();
-  if ((*driverApi)->simulated) return Error(librariesNeedRealGpu("cuBLASLt"));
+  if ((*driverApi)->simulated && !isOverridden("KILN_CUBLASLT_LIBRARY"))
+    return Error(librariesNeedRealGpu("cuBLASLt", "KILN_CUBLASLT_LIBRARY", "libkiln_gpusim_cublaslt.so"));
   auto lib = cublasLtLibrary();
   if (!lib) return lib.error();
   cublasLtHandle_t handle = nullptr;

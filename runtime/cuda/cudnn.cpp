@@ -121,7 +121,7 @@ struct Cudnn::Plan {
 Expected<std::unique_ptr<Cudnn>> Cudnn::create(CudnnOptions options) {
   auto driverApi = driver();
   if (!driverApi) return driverApi.error();
-  if ((*driverApi)->simulated) return Error(librariesNeedRealGpu("cuDNN"));
+  if ((*driverApi)->simulated) return Error(librariesNeedRealGpu("cuDNN", "", ""));
   auto lib = cudnnLibrary();
   if (!lib) return lib.error();
   cudnnHandle_t handle = nullptr;

@@ -42,10 +42,8 @@ std::string nameOf(const DriverApi& api, CUresult result) {
 }
 
 Status load(LoadedDriver& d) {
-  const char* override = std::getenv("KILN_CUDA_DRIVER");
-  std::vector<std::string> candidates = override && *override ? std::vector<std::string>{override}
-                                                              : std::vector<std::string>{"libcuda.so.1", "libcuda.so"};
-  d.library = DynamicLibrary::open("the CUDA driver", candidates, kNoDriverHint);
+  d.library = DynamicLibrary::open("the CUDA driver", candidatesOr("KILN_CUDA_DRIVER", {"libcuda.so.1", "libcuda.so"}),
+                                   kNoDriverHint);
   if (!d.library) return d.library.error();
   std::string missing;
 #define KILN_CUDA_LOOKUP(fn)                                                                     \

@@ -75,4 +75,14 @@ DynamicLibrary::~DynamicLibrary() {
 
 void* DynamicLibrary::symbol(const char* name) const { return handle_ ? dlsym(handle_, name) : nullptr; }
 
+bool isOverridden(const char* overrideVariable) {
+  const char* value = std::getenv(overrideVariable);
+  return value && *value;
+}
+
+std::vector<std::string> candidatesOr(const char* overrideVariable, std::vector<std::string> defaults) {
+  if (isOverridden(overrideVariable)) return {std::getenv(overrideVariable)};
+  return defaults;
+}
+
 }  // namespace kiln::cuda

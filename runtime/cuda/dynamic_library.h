@@ -38,6 +38,12 @@ class DynamicLibrary {
   std::string path_;
 };
 
+// The library the environment variable `overrideVariable` names (KILN_CUDA_DRIVER,
+// KILN_CUBLASLT_LIBRARY: the GPU simulator and its stand-ins), or else `defaults`.
+std::vector<std::string> candidatesOr(const char* overrideVariable, std::vector<std::string> defaults);
+// Whether `overrideVariable` names a library.
+bool isOverridden(const char* overrideVariable);
+
 // Looks `name` up in `library` into the function pointer `fn`, adding the name to the
 // comma-separated `missing` when the library lacks it (for tables of entry points).
 template <class Fn>

@@ -27,10 +27,14 @@ Expected<CUdeviceptr> DeviceWorkspace::reserve(size_t bytes, CUstream stream, st
   return ptr_;
 }
 
-std::string librariesNeedRealGpu(std::string_view library) {
-  return std::string(library) +
-         " does not run on the GPU simulator (KILN_CUDA_DRIVER names libkiln_gpusim.so): its kernels are machine "
-         "code for real GPUs, not PTX";
+std::string librariesNeedRealGpu(std::string_view library, std::string_view overrideVariable,
+                                 std::string_view standIn) {
+  std::string why = std::string(library) +
+                    " does not run on the GPU simulator (KILN_CUDA_DRIVER names libkiln_gpusim.so): its kernels are "
+                    "machine code for real GPUs, not PTX";
+  if (overrideVariable.empty()) return why;
+  return why + "; set " + std::string(overrideVariable) + " to the simulator's stand-in, " + std::string(standIn) +
+         " (built beside libkiln_gpusim.so)";
 }
 
 uint32_t alignmentOf(CUdeviceptr address) {

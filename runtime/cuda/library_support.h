@@ -40,8 +40,10 @@ class DeviceWorkspace {
 };
 
 // Why a vendor library (cuBLASLt, cuDNN, NCCL) is not used on the GPU simulator: its kernels are
-// machine code for real GPUs, and the simulator runs PTX.
-std::string librariesNeedRealGpu(std::string_view library);
+// machine code for real GPUs, and the simulator runs PTX. Where the simulator has a stand-in for
+// the library, the message names it and the variable (`overrideVariable`) that selects it.
+std::string librariesNeedRealGpu(std::string_view library, std::string_view overrideVariable,
+                                 std::string_view standIn);
 
 // The largest power of two up to 256 that divides `address` (256 for null): libraries pick
 // vectorised kernels by alignment, so a plan cached for one alignment is only reused for the same.

@@ -22,7 +22,7 @@ struct LoadedNccl {
 };
 
 Status load(LoadedNccl& l) {
-  if (auto d = driver(); d && (*d)->simulated) return Error(librariesNeedRealGpu("NCCL"));
+  if (auto d = driver(); d && (*d)->simulated) return Error(librariesNeedRealGpu("NCCL", "", ""));
   l.library = DynamicLibrary::open("NCCL", {"libnccl.so.2"},
                                    "kiln reduces gradients across GPUs with NCCL 2: install libnccl2 (or NVIDIA's "
                                    "nvidia-nccl wheel) and name its folder in $KILN_CUDA_LIBRARY_PATH if the loader "

@@ -55,6 +55,34 @@ size_t gpusimKernelStatsCount(void);
 int gpusimKernelStatsGet(size_t i, GpusimKernelStats* out, size_t out_size);
 void gpusimKernelStatsReset(void);
 
+/* For the vendor-library stand-ins (libkiln_gpusim_cublaslt.so, docs/gpusim.md), which compute on
+ * the host over the simulated device's memory, ordered on streams as kernels are. */
+
+/* The current context's device ordinal, or -1 without one. */
+int gpusimCurrentDevice(void);
+
+/* Queues fn(device, user) on `stream` (a CUstream; NULL: the legacy stream) of the current
+ * context as the device work of the library call `name`, ordered as a kernel launch is. Under
+ * stream capture it becomes a graph node and may run several times. fn returns 0, or a CUresult
+ * that becomes the context's sticky error as a kernel's fault does (report it first with
+ * gpusimReport). `release(user)`, if given, runs once the work can no longer run. Returns the
+ * CUresult of queueing (`release` has run if that failed). */
+int gpusimLaunchHostWork(void* stream, const char* name, int (*fn)(int device, void* user), void* user,
+                         void (*release)(void* user));
+
+/* Access modes of gpusimDeviceMemory. */
+enum { GPUSIM_READ = 1, GPUSIM_WRITE = 2 };
+
+/* The host address of `bytes` of device `device`'s memory at `address`, for the `access` given
+ * (GPUSIM_READ and/or GPUSIM_WRITE): NULL, with a report naming `what` and the nearest allocation,
+ * where the range is not inside one live allocation. A write marks the bytes written; reading
+ * bytes never written is reported as initcheck reports a kernel's read (KILN_GPUSIM_CHECKS=all),
+ * and the address is still returned. */
+void* gpusimDeviceMemory(int device, uint64_t address, size_t bytes, int access, const char* what);
+
+/* Records `report` as gpusimLastReport's and prints it on stderr, each line prefixed "gpusim: ". */
+void gpusimReport(const char* report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/dynamic_library.h"
 #include "tests/unit/codegen/cpu_test_util.h"
 
 namespace kiln::cuda {
@@ -39,6 +40,8 @@ TEST(LibraryLoading, CudnnLoadsOrSaysWhy) {
   }
 }
 
+Status makeContextCurrent();
+
 TEST(LibraryLoading, HandlesNeedTheDriver) {
   if (driver().ok()) GTEST_SKIP() << "a driver is present: handle creation is tested with the GPU tests";
   auto lt = CublasLt::create();
@@ -49,13 +52,21 @@ TEST(LibraryLoading, HandlesNeedTheDriver) {
   EXPECT_EQ(dnn.error().message(), driver().error().message());
 }
 
-TEST(LibraryLoading, SimulatorDeclinesVendorLibraries) {
+// On the simulator a vendor library is used only where its stand-in is selected
+// (KILN_CUBLASLT_LIBRARY); otherwise the message says which variable selects it.
+TEST(LibraryLoading, SimulatorUsesStandInsOrDeclines) {
   auto d = driver();
   if (!d.ok() || !(*d)->simulated) GTEST_SKIP() << "not on the GPU simulator";
+  ASSERT_TRUE(makeContextCurrent().ok());
   auto lt = CublasLt::create();
-  ASSERT_FALSE(lt.ok());
-  EXPECT_NE(lt.error().message().find("cuBLASLt does not run on the GPU simulator"), std::string::npos)
-      << lt.error().message();
+  if (isOverridden("KILN_CUBLASLT_LIBRARY")) {
+    EXPECT_TRUE(lt.ok()) << lt.error().message();
+  } else {
+    ASSERT_FALSE(lt.ok());
+    EXPECT_NE(lt.error().message().find("cuBLASLt does not run on the GPU simulator"), std::string::npos)
+        << lt.error().message();
+    EXPECT_NE(lt.error().message().find("set KILN_CUBLASLT_LIBRARY to"), std::string::npos) << lt.error().message();
+  }
   auto dnn = Cudnn::create();
   ASSERT_FALSE(dnn.ok());
   EXPECT_NE(dnn.error().message().find("cuDNN does not run on the GPU simulator"), std::string::npos)
@@ -80,9 +91,17 @@ Status makeContextCurrent() {
 
 #define KILN_REQUIRE_GPU()                                                                     \
   if (Status kiln_gpu_ = makeContextCurrent(); !kiln_gpu_.ok())                                \
-    GTEST_SKIP() << "no GPU: " << kiln_gpu_.error().message();                                 \
-  if (api().simulated)                                                                         \
-    GTEST_SKIP() << "the GPU simulator has no cuBLASLt or cuDNN yet: library calls are unverified here";
+    GTEST_SKIP() << "no GPU: " << kiln_gpu_.error().message();
+
+// cuBLASLt: a GPU's, or on the simulator its stand-in (KILN_CUBLASLT_LIBRARY).
+#define KILN_REQUIRE_CUBLASLT()                                                                \
+  KILN_REQUIRE_GPU();                                                                          \
+  if (api().simulated && !isOverridden("KILN_CUBLASLT_LIBRARY"))                               \
+    GTEST_SKIP() << "on the GPU simulator without KILN_CUBLASLT_LIBRARY (its cuBLASLt stand-in)";
+
+#define KILN_REQUIRE_CUDNN()                                                                   \
+  KILN_REQUIRE_GPU();                                                                          \
+  if (api().simulated) GTEST_SKIP() << "the GPU simulator has no cuDNN stand-in yet: convolution calls are unverified here";
 
 // Device copies of tensors, freed at the end of the test.
 class DeviceBuffers {
@@ -169,7 +188,7 @@ void expectLibraryCallMatches(const std::string& source, bool conv) {
 }
 
 TEST(CublasLtGpu, MatmulWithBiasAndRelu) {
-  KILN_REQUIRE_GPU();
+  KILN_REQUIRE_CUBLASLT();
   expectLibraryCallMatches(R"(func @main(%x: f32[33,70], %w: f32[70,19], %b: f32[19]) -> f32[33,19] {
   %h = matmul %x, %w
   %a = add %h, %b
@@ -179,7 +198,7 @@ TEST(CublasLtGpu, MatmulWithBiasAndRelu) {
 }
 
 TEST(CublasLtGpu, BroadcastBatchAndTanhGelu) {
-  KILN_REQUIRE_GPU();
+  KILN_REQUIRE_CUBLASLT();
   expectLibraryCallMatches(R"(func @main(%x: f32[9,24], %w: f32[5,24,16], %b: f32[1,16]) -> f32[5,9,16] {
   %h = matmul %x, %w
   %a = add %h, %b
@@ -189,7 +208,7 @@ TEST(CublasLtGpu, BroadcastBatchAndTanhGelu) {
 }
 
 TEST(CublasLtGpu, HalfAndBFloatAndDoubleAndVectors) {
-  KILN_REQUIRE_GPU();
+  KILN_REQUIRE_CUBLASLT();
   expectLibraryCallMatches(R"(func @main(%x: f16[4,16,32], %w: f16[4,32,8]) -> f16[4,16,8] {
   %y = matmul %x, %w
   return %y
@@ -204,8 +223,32 @@ TEST(CublasLtGpu, HalfAndBFloatAndDoubleAndVectors) {
 })", false);
 }
 
+// Transposed operands read in place (CUBLASLT_MATMUL_DESC_TRANSA/B = CUBLAS_OP_T): the fusion
+// pass puts a transpose of a matmul operand's last two axes into the library call.
+TEST(CublasLtGpu, TransposedOperands) {
+  KILN_REQUIRE_CUBLASLT();
+  expectLibraryCallMatches(R"(func @main(%x: f32[12,20], %w: f32[7,20]) -> f32[12,7] {
+  %t = transpose %w {perm = [1, 0]}
+  %y = matmul %x, %t
+  return %y
+})", false);
+  expectLibraryCallMatches(R"(func @main(%x: f32[3,20,12], %w: f32[3,20,7], %b: f32[7]) -> f32[3,12,7] {
+  %t = transpose %x {perm = [0, 2, 1]}
+  %h = matmul %t, %w
+  %a = add %h, %b
+  %y = relu %a
+  return %y
+})", false);
+  expectLibraryCallMatches(R"(func @main(%x: bf16[9,16], %w: bf16[16,9]) -> bf16[16,16] {
+  %a = transpose %x {perm = [1, 0]}
+  %b = transpose %w {perm = [1, 0]}
+  %y = matmul %a, %b
+  return %y
+})", false);
+}
+
 TEST(CudnnGpu, ConvWithBiasAndRelu) {
-  KILN_REQUIRE_GPU();
+  KILN_REQUIRE_CUDNN();
   expectLibraryCallMatches(R"(func @main(%x: f32[2,3,9,9], %w: f32[4,3,3,3], %b: f32[4,1,1]) -> f32[2,4,5,5] {
   %c = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1]}
   %a = add %c, %b
@@ -215,7 +258,7 @@ TEST(CudnnGpu, ConvWithBiasAndRelu) {
 }
 
 TEST(CudnnGpu, GroupedDilatedConvAndBiasOnly) {
-  KILN_REQUIRE_GPU();
+  KILN_REQUIRE_CUDNN();
   expectLibraryCallMatches(R"(func @main(%x: f32[1,4,10,10], %w: f32[6,2,3,3]) -> f32[1,6,6,6] {
   %y = conv2d %x, %w {dilations = [2, 2], groups = 2}
   return %y
@@ -254,7 +297,7 @@ void convGradients(const codegen::ConvCall& c, const Tensor& x, const Tensor& w,
 }
 
 TEST(CudnnGpu, BackwardDataAndFilter) {
-  KILN_REQUIRE_GPU();
+  KILN_REQUIRE_CUDNN();
   codegen::ConvCall c;
   c.n = 2, c.c = 4, c.h = 9, c.w = 8, c.o = 6, c.kh = 3, c.kw = 3;
   c.strideH = 2, c.strideW = 1, c.padH = 1, c.padW = 1, c.groups = 2;
