@@ -196,6 +196,9 @@ class Program::Run {
       if (!span) return span.error();
       timed.emplace(Timed{group.name, std::move(*span)});
     }
+    // An all_reduce's group has one result, reduced in place after the kernel wrote it (taken
+    // before the kernel's arguments gain the error word).
+    CUdeviceptr lastResult = args.back();
     auto ranLibrary = callLibrary(k, args);
     if (!ranLibrary) return ranLibrary.error();
     if (!*ranLibrary) {
@@ -209,7 +212,7 @@ class Program::Run {
       KILN_TRY(timed->span.end.record(p_.stream_.get()));
       timed_.push_back(std::move(*timed));
     }
-    return reduceAcrossReplicas(group, args.back());
+    return reduceAcrossReplicas(group, lastResult);
   }
 
   // An all_reduce's kernel wrote this replica's value into its result; NCCL then reduces it in
