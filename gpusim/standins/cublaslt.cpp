@@ -22,12 +22,16 @@
 #include <memory>
 #include <string>
 
-#include "gpusim/exec/float_format.h"
-#include "gpusim/gpusim.h"
+#include "gpusim/standins/element_values.h"
 
 #define STANDIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
+
+using gpusim::standins::bytesOf;
+using gpusim::standins::deviceBytes;
+using gpusim::standins::Element;
+using gpusim::standins::tf32;
 
 constexpr uint64_t kAlgoTag = 0x6B696C6E'63426C74ull;  // "kilncBlt": an algorithm this library made
 constexpr size_t kWorkspaceWanted = size_t{1} << 20;  // what the algorithm asks for, at most
@@ -57,15 +61,17 @@ struct Preference {
   uint32_t minAlignment[4] = {256, 256, 256, 256};  // A, B, C, D
 };
 
-size_t elementBytes(cudaDataType_t t) {
+Element elementOf(cudaDataType_t t) {
   switch (t) {
-    case CUDA_R_16F:
-    case CUDA_R_16BF: return 2;
-    case CUDA_R_32F: return 4;
-    case CUDA_R_64F: return 8;
-    default: return 0;
+    case CUDA_R_16F: return Element::F16;
+    case CUDA_R_16BF: return Element::BF16;
+    case CUDA_R_32F: return Element::F32;
+    case CUDA_R_64F: return Element::F64;
+    default: return Element::None;
   }
 }
+
+size_t elementBytes(cudaDataType_t t) { return bytesOf(elementOf(t)); }
 
 const char* typeName(cudaDataType_t t) {
   switch (t) {
@@ -77,31 +83,9 @@ const char* typeName(cudaDataType_t t) {
   }
 }
 
-double load(const uint8_t* p, cudaDataType_t t) {
-  switch (t) {
-    case CUDA_R_16F: { uint16_t b; std::memcpy(&b, p, 2); return gpusim::half(b); }
-    case CUDA_R_16BF: { uint16_t b; std::memcpy(&b, p, 2); return gpusim::bfloat(b); }
-    case CUDA_R_32F: { float v; std::memcpy(&v, p, 4); return v; }
-    default: { double v; std::memcpy(&v, p, 8); return v; }
-  }
-}
+double load(const uint8_t* p, cudaDataType_t t) { return gpusim::standins::load(p, elementOf(t)); }
+void store(uint8_t* p, cudaDataType_t t, double v) { gpusim::standins::store(p, elementOf(t), v); }
 
-void store(uint8_t* p, cudaDataType_t t, double v) {
-  auto rn = gpusim::ptx::Rounding::Rn;
-  switch (t) {
-    case CUDA_R_16F: { auto b = static_cast<uint16_t>(gpusim::roundToFormat(v, gpusim::kHalf, rn)); std::memcpy(p, &b, 2); return; }
-    case CUDA_R_16BF: { auto b = static_cast<uint16_t>(gpusim::roundToFormat(v, gpusim::kBFloat, rn)); std::memcpy(p, &b, 2); return; }
-    case CUDA_R_32F: { auto f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
-    default: std::memcpy(p, &v, 8); return;
-  }
-}
-
-// TF32: an f32 with its mantissa rounded to 10 bits (to nearest, ties away, as the tensor cores' conversion).
-double tf32(double v) {
-  uint32_t b = std::bit_cast<uint32_t>(static_cast<float>(v));
-  if ((b & 0x7F800000u) != 0x7F800000u) b = (b + 0x1000u) & ~0x1FFFu;
-  return std::bit_cast<float>(b);
-}
 
 // Where element (r, c) of one batch entry of `l` lies, in elements from the entry's start.
 int64_t offsetOf(const Layout& l, uint64_t r, uint64_t c) {
@@ -184,7 +168,7 @@ struct Matmul {
 uint8_t* view(int device, uint64_t address, const Layout& l, int access, const char* what) {
   size_t bytes = spanBytes(l);
   if (bytes == 0) return nullptr;
-  return static_cast<uint8_t*>(gpusimDeviceMemory(device, address, bytes, access, what));
+  return deviceBytes(device, address, bytes, access, what);
 }
 
 int runMatmul(int device, void* user) {
@@ -196,8 +180,7 @@ int runMatmul(int device, void* user) {
   uint8_t* d = view(device, mm.pd, mm.d, GPUSIM_WRITE, "cublasLtMatmul's D");
   size_t biasBytes = mm.m * elementBytes(mm.d.type);
   const uint8_t* bias = hasBias(mm.desc.epilogue)
-                            ? static_cast<const uint8_t*>(gpusimDeviceMemory(
-                                  device, mm.pbias, biasBytes, GPUSIM_READ, "cublasLtMatmul's bias"))
+                            ? deviceBytes(device, mm.pbias, biasBytes, GPUSIM_READ, "cublasLtMatmul's bias")
                             : nullptr;
   if ((mm.k && (!a || !b)) || (mm.beta != 0 && !c) || !d || (hasBias(mm.desc.epilogue) && !bias))
     return CUDA_ERROR_ILLEGAL_ADDRESS;

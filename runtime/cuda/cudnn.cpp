@@ -17,7 +17,7 @@ struct LoadedCudnn {
 };
 
 Status load(LoadedCudnn& l) {
-  l.library = DynamicLibrary::open("cuDNN", {"libcudnn.so.9"},
+  l.library = DynamicLibrary::open("cuDNN", candidatesOr("KILN_CUDNN_LIBRARY", {"libcudnn.so.9"}),
                                    "kiln calls cuDNN 9 for convolutions on the GPU: install libcudnn9 (or NVIDIA's "
                                    "nvidia-cudnn wheel) and name its folder in $KILN_CUDA_LIBRARY_PATH if the loader "
                                    "does not find it");
@@ -121,7 +121,8 @@ struct Cudnn::Plan {
 Expected<std::unique_ptr<Cudnn>> Cudnn::create(CudnnOptions options) {
   auto driverApi = driver();
   if (!driverApi) return driverApi.error();
-  if ((*driverApi)->simulated) return Error(librariesNeedRealGpu("cuDNN", "", ""));
+  if ((*driverApi)->simulated && !isOverridden("KILN_CUDNN_LIBRARY"))
+    return Error(librariesNeedRealGpu("cuDNN", "KILN_CUDNN_LIBRARY", "libkiln_gpusim_cudnn.so"));
   auto lib = cudnnLibrary();
   if (!lib) return lib.error();
   cudnnHandle_t handle = nullptr;

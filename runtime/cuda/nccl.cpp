@@ -22,8 +22,9 @@ struct LoadedNccl {
 };
 
 Status load(LoadedNccl& l) {
-  if (auto d = driver(); d && (*d)->simulated) return Error(librariesNeedRealGpu("NCCL", "", ""));
-  l.library = DynamicLibrary::open("NCCL", {"libnccl.so.2"},
+  if (auto d = driver(); d && (*d)->simulated && !isOverridden("KILN_NCCL_LIBRARY"))
+    return Error(librariesNeedRealGpu("NCCL", "KILN_NCCL_LIBRARY", "libkiln_gpusim_nccl.so"));
+  l.library = DynamicLibrary::open("NCCL", candidatesOr("KILN_NCCL_LIBRARY", {"libnccl.so.2"}),
                                    "kiln reduces gradients across GPUs with NCCL 2: install libnccl2 (or NVIDIA's "
                                    "nvidia-nccl wheel) and name its folder in $KILN_CUDA_LIBRARY_PATH if the loader "
                                    "does not find it");
@@ -34,6 +35,8 @@ Status load(LoadedNccl& l) {
 #undef KILN_NCCL_LOOKUP
   l.api.path = (*l.library).path();
   if (!missing.empty()) return Error("NCCL at " + l.api.path + " lacks " + missing + "; kiln needs NCCL 2.10 or newer");
+  // NCCL 2.13 and up say what went wrong beyond the result code; older ones lack it.
+  l.api.ncclGetLastError = reinterpret_cast<decltype(l.api.ncclGetLastError)>((*l.library).symbol("ncclGetLastError"));
   l.api.ncclGetVersion(&l.api.version);
   if (l.api.version < 21000)
     return Error(fmt::format("NCCL at {} is version {}; kiln needs 2.10 or newer (for ncclAvg)", l.api.path, l.api.version));
@@ -85,7 +88,7 @@ Expected<std::unique_ptr<NcclCommunicator>> NcclCommunicator::create(collectives
   if (r != ncclSuccess)
     return Error(fmt::format("rank {}: ncclCommInitRank ({} ranks) failed: {}", host.rank(), host.size(),
                              (*api)->ncclGetErrorString(r)));
-  auto nccl = std::unique_ptr<NcclCommunicator>(new NcclCommunicator(**api, comm, host.rank(), host.size(), timeout));
+  auto nccl = std::unique_ptr<NcclCommunicator>(new NcclCommunicator(**api, comm, host, timeout));
   KILN_TRY(host.barrier("every rank joining NCCL"));
   return nccl;
 }
@@ -96,7 +99,9 @@ NcclCommunicator::~NcclCommunicator() {
 
 Status NcclCommunicator::check(ncclResult_t result, const char* call, const std::string& what) const {
   if (result == ncclSuccess) return {};
-  return Error(fmt::format("rank {}: {} for {} failed: {}", rank_, call, what, api_.ncclGetErrorString(result)));
+  std::string detail = api_.ncclGetLastError ? api_.ncclGetLastError(comm_) : "";
+  return Error(fmt::format("rank {}: {} for {} failed: {}{}", rank_, call, what, api_.ncclGetErrorString(result),
+                           detail.empty() ? "" : " (" + detail + ")"));
 }
 
 Status NcclCommunicator::allReduce(CUdeviceptr data, int64_t count, DType dtype, collectives::ReduceKind kind,
@@ -124,12 +129,15 @@ Status NcclCommunicator::wait(CUstream stream, const std::string& what) {
     KILN_TRY(check(api_.ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError", what));
     bool late = std::chrono::steady_clock::now() > deadline;
     if (async != ncclSuccess || late) {
+      // The error's text first: the abort frees the communicator.
+      Status failure = async != ncclSuccess ? check(async, "NCCL (asynchronous error)", what) : Status{};
       api_.ncclCommAbort(comm_);
       aborted_ = true;
-      if (async != ncclSuccess) return check(async, "NCCL (asynchronous error)", what);
-      return Error(fmt::format("rank {} of {}: NCCL collective for {} did not complete within {} ms: another rank has "
-                               "died or stalls",
-                               rank_, size_, what, timeout_.count()));
+      std::string message = !failure.ok() ? failure.error().message()
+                                          : fmt::format("rank {} of {}: NCCL collective for {} did not complete within "
+                                                        "{} ms: another rank has died or stalls",
+                                                        rank_, size_, what, timeout_.count());
+      host_.abortAll("error: " + message + "; aborting every rank");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

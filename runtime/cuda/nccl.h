@@ -26,6 +26,7 @@ struct NcclApi {
 #define KILN_NCCL_POINTER(fn) decltype(&::fn) fn = nullptr;
   KILN_NCCL_FUNCTIONS(KILN_NCCL_POINTER)
 #undef KILN_NCCL_POINTER
+  const char* (*ncclGetLastError)(ncclComm_t) = nullptr;  // NCCL 2.13+; null before
   int version = 0;   // ncclGetVersion: 22800 for 2.28.0
   std::string path;  // the library that was opened
 };
@@ -51,15 +52,19 @@ class NcclCommunicator {
   Status allReduce(CUdeviceptr data, int64_t count, DType dtype, collectives::ReduceKind kind, CUstream stream,
                    const std::string& what);
   // Waits until `stream` has finished its queued work. A NCCL error, or a wait past the timeout
-  // (a peer died or stalls), aborts the communicator and returns an error naming this rank.
+  // (a peer died or stalls), aborts the communicator and then the whole job through `host`
+  // (Communicator::abortAll), with a message naming this rank and the call, as an MPI collective
+  // past its deadline does: the other ranks may be blocked where only that ends them.
   Status wait(CUstream stream, const std::string& what);
 
  private:
-  NcclCommunicator(const NcclApi& api, ncclComm_t comm, int rank, int size, std::chrono::milliseconds timeout)
-      : api_(api), comm_(comm), rank_(rank), size_(size), timeout_(timeout) {}
+  NcclCommunicator(const NcclApi& api, ncclComm_t comm, collectives::Communicator& host,
+                   std::chrono::milliseconds timeout)
+      : api_(api), host_(host), comm_(comm), rank_(host.rank()), size_(host.size()), timeout_(timeout) {}
   Status check(ncclResult_t result, const char* call, const std::string& what) const;
 
   const NcclApi& api_;
+  collectives::Communicator& host_;
   ncclComm_t comm_;
   int rank_, size_;
   std::chrono::milliseconds timeout_;

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Data-parallel `kiln train` under mpirun, on the CPU backend (ctest mpi_train_data_parallel):
+"""Data-parallel `kiln train` under mpirun, on the CPU backend (ctest mpi_train_data_parallel) or, with
+--backend cuda, one simulated GPU per rank with NCCL's stand-in between them
+(mpi_train_data_parallel_cuda_mlp, _cnn):
 
   1. mpirun -np 2 and -np 4 (with --accumulate 2 too; with one bucket and with several, whose
      reductions overlap the backward pass) end with parameters bit-identical on every rank (kiln
@@ -17,19 +19,19 @@ import sys
 
 import numpy as np
 
-from mpi_check import MLP, MLP_PARAMS as PARAMS, start
+from mpi_check import MODELS, start
 
 
 def main():
     a = start(__doc__.splitlines()[0], 256)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
-    model = MLP
+    model, PARAMS, _ = MODELS[a.model]
+    common = [model, "--backend", a.backend, "--params", ",".join(PARAMS), "--data", "x=data/x.npy,y=data/y.npy",
+              "--batch", "32", "--optimizer", "momentum", "--lr", "0.05"]
 
     def train(ranks, save, *extra, fault=None, check=True):
-        cmd = [a.kiln, "train", model, "--backend", "cpu", "--params", ",".join(PARAMS), "--data",
-               "x=data/x.npy,y=data/y.npy", "--batch", "32", "--optimizer", "momentum", "--lr", "0.05",
-               "--save", save] + list(extra)
+        cmd = [a.kiln, "train"] + common + ["--save", save] + list(extra)
         if ranks > 1:
             cmd = [a.mpirun, "-np", str(ranks)] + cmd
         e = dict(env, KILN_TRAIN_FAULT=fault) if fault else env
@@ -55,9 +57,8 @@ def main():
             sys.exit("%s: kiln train did not confirm identical replicas:\n%s" % (out, r.stdout))
         same("single", out, "mpirun -np %d %s equals one process, ranks bit-identical" % (ranks, " ".join(extra)))
 
-    r = subprocess.run([a.kiln, "train", model, "--backend", "cpu", "--params", ",".join(PARAMS), "--data",
-                        "x=data/x.npy,y=data/y.npy", "--batch", "32", "--optimizer", "momentum", "--lr", "0.05",
-                        "--steps", "12", "--save", "replicas2", "--replicas", "2"], env=os.environ.copy(),
+    r = subprocess.run([a.kiln, "train"] + common + ["--steps", "12", "--save", "replicas2", "--replicas", "2"],
+                       env=os.environ.copy(),
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0 or "replicas: all 2 hold the same parameters" not in r.stdout:
         sys.exit("--replicas 2 failed:\n%s%s" % (r.stdout, r.stderr))
@@ -79,7 +80,9 @@ def main():
     r = train(2, "stall", "--steps", "4", "--collective-timeout", "2", fault="stall:1:3", check=False)
     if r.returncode == 0 or "stalling before step 3" not in r.stderr:
         sys.exit("a stalled rank went unnoticed:\n%s%s" % (r.stdout, r.stderr))
-    if "rank 0 of 2: MPI_Reduce for all_reduce of %" not in r.stderr or "did not complete within 2000 ms" not in r.stderr:
+    # The CPU's reductions go through MPI; cuda's through NCCL on its own stream.
+    call = "MPI_Reduce for all_reduce of %" if a.backend == "cpu" else "NCCL collective for the step's all_reduce"
+    if "rank 0 of 2: " + call not in r.stderr or "did not complete within 2000 ms" not in r.stderr:
         sys.exit("the timeout message does not name the rank and the call:\n%s" % r.stderr)
     print("ok: rank 1 stalled, rank 0 timed out after 2 s and ended the job (exit %d)" % r.returncode)
 

@@ -1,6 +1,7 @@
-// NCCL without a GPU: the library loads through kiln's search path and reports a version new
-// enough (2.10+, for ncclAvg), and every kiln dtype has a NCCL type. Collectives need GPUs and
-// several ranks: they run on a GPU machine (docs/testing.md).
+// NCCL: the library (or on the GPU simulator its stand-in, KILN_NCCL_LIBRARY) loads through
+// kiln's search path and reports a version new enough (2.10+, for ncclAvg), and every kiln dtype
+// has a NCCL type. Collectives need several ranks: tests/gpusim/nccl_standin_check.cpp and the
+// mpi_*_cuda tests run them on simulated GPUs.
 #include <gtest/gtest.h>
 
 #if KILN_HAVE_CUDA
