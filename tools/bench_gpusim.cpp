@@ -227,8 +227,8 @@ void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, 
   for (const SimulatedRow& r : rows) {
     const SimulatedCounters& c = r.counters;
     if (c.launches == 0) {
-      // A library call: the simulator's stand-in for the library computed it on the host.
-      fmt::print("{:<28} {:<36} a library call: its stand-in ran it on the host (no counters, no modelled time)\n",
+      // Usually a library call, which the simulator's stand-in for the library ran on the host.
+      fmt::print("{:<28} {:<36} no launch counted (a library call runs in its stand-in, on the host, uncounted)\n",
                  r.kernel, r.layout);
       continue;
     }

@@ -26,9 +26,8 @@
 #include <memory>
 #include <string>
 
-#include "gpusim/standins/element_values.h"
+#include "gpusim/standins/standin_support.h"
 
-#define STANDIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 using gpusim::standins::Element;
 

@@ -36,9 +36,8 @@
 #include <thread>
 #include <vector>
 
-#include "gpusim/standins/element_values.h"
+#include "gpusim/standins/standin_support.h"
 
-#define STANDIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 

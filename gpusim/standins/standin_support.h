@@ -1,5 +1,6 @@
-// What the vendor-library stand-ins share: the float formats they read and write in device memory
-// (each library names them by its own enum), and the host views of device ranges.
+// What the vendor-library stand-ins share: their exported entry points' linkage, the float formats
+// they read and write in device memory (each library names them by its own enum), TF32 rounding,
+// and the host views of device ranges.
 #pragma once
 
 #include <bit>
@@ -8,6 +9,9 @@
 
 #include "gpusim/exec/float_format.h"
 #include "gpusim/gpusim.h"
+
+// An entry point of the library stood in for, with its C name (the stand-ins hide everything else).
+#define STANDIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace gpusim::standins {
 
