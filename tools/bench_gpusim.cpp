@@ -89,14 +89,18 @@ SimulatedCounters countersOf(const cuda::SimulatedKernelStats& s) {
   return c;
 }
 
-// Clears the simulator's launch log, runs the step once and sums the logged launches by kernel name.
-Expected<std::map<std::string, SimulatedCounters>> countLaunches(const std::function<Status(ExecuteOptions)>& step) {
+// Clears the simulator's launch log, runs the step once and sums the logged launches by kernel name;
+// `schedule` gets what the host queued, in order (ExecuteOptions::schedule).
+Expected<std::map<std::string, SimulatedCounters>> countLaunches(const std::function<Status(ExecuteOptions)>& step,
+                                                                 std::vector<std::string>& schedule) {
   const cuda::DriverApi& api = cuda::api();
   if (!api.gpusimKernelStatsCount || !api.gpusimKernelStatsGet || !api.gpusimKernelStatsReset)
     return Error("the GPU simulator kiln loaded lacks gpusimKernelStatsCount/Get/Reset, which kiln bench reads; "
                  "build libkiln_gpusim.so from the same source tree as kiln");
   api.gpusimKernelStatsReset();
-  KILN_TRY(step(ExecuteOptions{}));
+  ExecuteOptions options;
+  options.schedule = &schedule;
+  KILN_TRY(step(options));
   std::map<std::string, SimulatedCounters> byName;
   for (size_t i = 0, n = api.gpusimKernelStatsCount(); i < n; ++i) {
     cuda::SimulatedKernelStats s{};
@@ -202,8 +206,44 @@ void printJson(const std::vector<SimulatedRow>& rows, const StepFigures& step, c
                   step.modelledSeconds, step.rooflineSeconds);
 }
 
+// How each all-reduce across replicas overlapped the rest of the step, from the order the host
+// queued work (no times on the simulator): the kernels queued on the compute stream between the
+// reduction's start (on its own stream) and the first wait for it, and their simulated warp
+// instructions, the work it could hide behind.
+void printOverlap(const std::vector<SimulatedRow>& rows, const std::vector<std::string>& schedule) {
+  std::map<std::string, uint64_t> instructions;
+  for (const SimulatedRow& r : rows) instructions[r.kernel] = r.counters.warpInstructions;
+  bool any = false;
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    if (schedule[i].rfind("start ", 0) != 0) continue;
+    std::string group = schedule[i].substr(6);
+    int kernels = 0;
+    uint64_t hidden = 0;
+    std::string waitedBefore = "the step's end";
+    for (size_t j = i + 1; j < schedule.size(); ++j) {
+      if (schedule[j] == "wait " + group) {
+        for (size_t k = j + 1; k < schedule.size(); ++k)
+          if (schedule[k].rfind("kernel ", 0) == 0) {
+            waitedBefore = schedule[k].substr(7);
+            break;
+          }
+        break;
+      }
+      if (schedule[j].rfind("kernel ", 0) != 0) continue;
+      ++kernels;
+      hidden += instructions[schedule[j].substr(7)];
+    }
+    if (!any) fmt::print("data parallel (simulated: the order work was queued, not times): each all-reduce's overlap\n");
+    any = true;
+    fmt::print("  {:<26} on the NCCL stream while {} kernel(s) ({} warp inst) ran on the compute stream; waited for "
+               "before {}\n",
+               group, kernels, decimal(static_cast<double>(hidden), ""), waitedBefore);
+  }
+  if (!any) fmt::print("data parallel: one replica, no all-reduce across processes (run it under mpirun)\n");
+}
+
 void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, double wallMs,
-                const SimulatedBenchSetup& setup) {
+                const SimulatedBenchSetup& setup, const std::vector<std::string>& schedule) {
   const SimulatedCounters& total = step.counters;
   fmt::print("@{} on cuda: {}\n", setup.function, setup.device);
   fmt::print("simulated: the GPU simulator's counters for one run of the step, and times modelled from them for an "
@@ -248,8 +288,7 @@ void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, 
              "conflict); modelled us: the model's time, roofline us: the kernel's bytes at the HBM peak or its FLOPs "
              "at the FP32 peak, whichever is longer; bound: what sets the modelled time (dram, latency, l2, issue, "
              "compute)\n");
-  if (setup.dataParallel)
-    fmt::print("data parallel: not measured on the simulator (one process, and its times are not the GPU's)\n");
+  if (setup.dataParallel) printOverlap(rows, schedule);
   for (const SimulatedRow& r : rows)
     if (r.perIteration) {
       fmt::print("kernels in a map/while body: counters summed over their launches (iterations)\n");
@@ -261,7 +300,8 @@ void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, 
 
 Status benchOnSimulator(const std::vector<codegen::KernelReport>& kernels, const SimulatedBenchSetup& setup,
                         const std::function<Status(ExecuteOptions)>& step) {
-  auto launches = countLaunches(step);
+  std::vector<std::string> schedule;
+  auto launches = countLaunches(step, schedule);
   if (!launches) return launches.error();
   std::vector<SimulatedRow> rows;
   for (const codegen::KernelReport& k : kernels) {
@@ -282,7 +322,7 @@ Status benchOnSimulator(const std::vector<codegen::KernelReport>& kernels, const
     wallMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   if (setup.json) printJson(rows, total, setup.gpu);
-  else printTable(rows, total, median(wallMs), setup);
+  else printTable(rows, total, median(wallMs), setup, schedule);
   return {};
 }
 

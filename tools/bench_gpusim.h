@@ -18,7 +18,7 @@ struct SimulatedBenchSetup {
   std::string caseName, function, device;
   int reps = 1;  // timed runs of the step (simulator wall clock)
   bool json = false;
-  bool dataParallel = false;  // the step has all_reduce ops (not measured on the simulator)
+  bool dataParallel = false;  // the step has all_reduce ops: the table shows how they overlapped
   GpuSpec gpu = h100Sxm();    // the GPU the counters are modelled for (--model)
 };
 

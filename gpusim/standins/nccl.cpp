@@ -55,6 +55,7 @@ struct Shared {
   std::atomic<uint32_t> generation;  // barriers completed
   std::atomic<int32_t> abortedBy;    // 1 + the rank that aborted, or 0
   std::atomic<int32_t> pids[kMaxRanks];
+  std::atomic<uint32_t> reached[kMaxRanks];  // barriers each rank has reached
 };
 
 size_t segmentBytes(int ranks) { return (sizeof(Shared) + 255) / 256 * 256 + static_cast<size_t>(ranks) * kChunkBytes; }
@@ -68,8 +69,10 @@ struct State {
   size_t bytes = 0;
   std::atomic<bool> aborted{false};
   std::atomic<int> asyncError{ncclSuccess};
+  uint32_t barriersReached = 0;  // by this rank
   std::mutex mutex;
   std::string lastError;
+  std::string waitingFor;  // while a barrier waits long: the ranks that have not reached it
 
   ~State() {
     if (shared) munmap(shared, bytes);
@@ -107,6 +110,7 @@ ncclResult_t refuse(ncclResult_t result, const std::string& why) {
 // any rank) or a peer's process is gone; the state's asynchronous error then says which.
 bool barrier(State& s) {
   Shared& sh = *s.shared;
+  sh.reached[s.rank].store(++s.barriersReached);
   uint32_t generation = sh.generation.load();
   if (sh.arrived.fetch_add(1) + 1 == static_cast<uint32_t>(s.ranks)) {
     sh.arrived.store(0);
@@ -114,7 +118,7 @@ bool barrier(State& s) {
     return true;
   }
   auto sleep = std::chrono::microseconds(5);
-  auto lastPeerCheck = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now(), lastPeerCheck = start;
   while (sh.generation.load() == generation) {
     if (s.aborted.load()) return false;
     if (int by = sh.abortedBy.load()) {
@@ -124,6 +128,13 @@ bool barrier(State& s) {
     auto now = std::chrono::steady_clock::now();
     if (now - lastPeerCheck > std::chrono::milliseconds(20)) {
       lastPeerCheck = now;
+      if (now - start > std::chrono::milliseconds(500)) {  // name who is late, for ncclGetLastError
+        std::string late;
+        for (int r = 0; r < s.ranks; ++r)
+          if (sh.reached[r].load() < s.barriersReached) late += (late.empty() ? "" : ", ") + std::to_string(r);
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.waitingFor = "rank " + std::to_string(s.rank) + " waits for rank(s) " + late + " to reach the collective";
+      }
       for (int r = 0; r < s.ranks; ++r) {
         int pid = sh.pids[r].load();
         if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
@@ -135,6 +146,8 @@ bool barrier(State& s) {
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, std::chrono::microseconds(200));
   }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.waitingFor.clear();
   return true;
 }
 
@@ -382,7 +395,7 @@ STANDIN_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
   State& s = *comm->state;
   std::lock_guard<std::mutex> lock(s.mutex);
   thread_local std::string copy;
-  copy = s.lastError.empty() ? lastCallError : s.lastError;
+  copy = !s.lastError.empty() ? s.lastError : !s.waitingFor.empty() ? s.waitingFor : lastCallError;
   return copy.c_str();
 }
 

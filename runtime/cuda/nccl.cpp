@@ -131,12 +131,14 @@ Status NcclCommunicator::wait(CUstream stream, const std::string& what) {
     if (async != ncclSuccess || late) {
       // The error's text first: the abort frees the communicator.
       Status failure = async != ncclSuccess ? check(async, "NCCL (asynchronous error)", what) : Status{};
+      std::string detail = api_.ncclGetLastError ? api_.ncclGetLastError(comm_) : "";
       api_.ncclCommAbort(comm_);
       aborted_ = true;
       std::string message = !failure.ok() ? failure.error().message()
                                           : fmt::format("rank {} of {}: NCCL collective for {} did not complete within "
-                                                        "{} ms: another rank has died or stalls",
-                                                        rank_, size_, what, timeout_.count());
+                                                        "{} ms: another rank has died or stalls{}",
+                                                        rank_, size_, what, timeout_.count(),
+                                                        detail.empty() ? "" : " (" + detail + ")");
       host_.abortAll("error: " + message + "; aborting every rank");
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -11,7 +11,8 @@
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
      checkpoint written before it stays valid: --resume continues from it;
   4. a rank that hangs mid-run makes the others' reductions pass --collective-timeout: rank 0
-     names itself and the call and the job ends.
+     names itself and the call (on cuda, NCCL's stand-in also names the rank it waits for) and
+     the job ends.
 """
 import os
 import subprocess
@@ -84,6 +85,8 @@ def main():
     call = "MPI_Reduce for all_reduce of %" if a.backend == "cpu" else "NCCL collective for the step's all_reduce"
     if "rank 0 of 2: " + call not in r.stderr or "did not complete within 2000 ms" not in r.stderr:
         sys.exit("the timeout message does not name the rank and the call:\n%s" % r.stderr)
+    if a.backend == "cuda" and "waits for rank(s) 1 to reach the collective" not in r.stderr:
+        sys.exit("the timeout message does not name the stalled rank:\n%s" % r.stderr)
     print("ok: rank 1 stalled, rank 0 timed out after 2 s and ended the job (exit %d)" % r.returncode)
 
 
