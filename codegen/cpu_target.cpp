@@ -11,6 +11,7 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/TargetParser/Host.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -181,6 +182,21 @@ void CpuTarget::syncBlock(llvm::IRBuilder<>&) {
 
 namespace {
 
+// On hosts with AVX-512, kernels vectorise 16 floats wide. LLVM's tuning for some of them (Zen 4
+// among them) prefers 256-bit vectors, which suits code that mixes vector and scalar work; kiln's
+// kernels are long streaming loops, where the wider vectors halve the instructions issued: on the
+// 2-core Zen 4 sandbox, alternating runs, the elementwise chain with tanh 2.6-3.5 -> 2.3-2.5 ms,
+// softmax 5.0-7.6 -> 3.7-4.1 ms, layer norm 1.35-1.42 -> 1.18-1.24 ms ([4096,1024] and
+// [2048,2048] f32).
+void preferWideVectors(llvm::Function& f) {
+  static const bool avx512 = [] {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    auto it = features.find("avx512f");
+    return it != features.end() && it->second;
+  }();
+  if (avx512) f.addFnAttr("prefer-vector-width", "512");
+}
+
 // [begin, end) row by row: for each row the chunk touches, an inner loop over its columns, so the
 // loop vectoriser sees a plain counted loop whose column is the induction variable (a broadcast
 // input's index), and never a vector that crosses a row. Ends branching to `exit`.
@@ -308,6 +324,7 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
                                       llvm::GlobalValue::InternalLinkage, name + ".loop", module);
   loop->addFnAttr(llvm::Attribute::AlwaysInline);
   loop->addFnAttr(llvm::Attribute::NoUnwind);
+  preferWideVectors(*loop);
   for (int i = 0; i <= numBuffers; ++i) {
     loop->addParamAttr(i, llvm::Attribute::NoAlias);
     loop->addParamAttr(i, llvm::Attribute::NoCapture);
@@ -357,6 +374,7 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
   auto* kernel = llvm::Function::Create(llvm::FunctionType::get(voidTy, {ptrTy, ptrTy, i64, i64}, false),
                                         llvm::GlobalValue::ExternalLinkage, name, module);
   kernel->addFnAttr(llvm::Attribute::NoUnwind);
+  preferWideVectors(*kernel);
   kernel->getArg(0)->setName("buffers");
   kernel->getArg(1)->setName("status");
   kernel->getArg(2)->setName("begin");
