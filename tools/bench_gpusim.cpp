@@ -267,8 +267,10 @@ void printTable(const std::vector<SimulatedRow>& rows, const StepFigures& step, 
   for (const SimulatedRow& r : rows) {
     const SimulatedCounters& c = r.counters;
     if (c.launches == 0) {
-      // Usually a library call, which the simulator's stand-in for the library ran on the host.
-      fmt::print("{:<28} {:<36} no launch counted (a library call runs in its stand-in, on the host, uncounted)\n",
+      // A library call (its stand-in runs on the host, uncounted), or a kernel whose code is
+      // identical to an earlier one's: it launches under that one's symbol, whose row counts both.
+      fmt::print("{:<28} {:<36} no launch under this name (a library call, uncounted; or identical code launched "
+                 "as an earlier kernel, counted there)\n",
                  r.kernel, r.layout);
       continue;
     }
