@@ -40,34 +40,38 @@ Index reducedSource(const Index& index, const ReducedAxes& r, const Index& ivs, 
 
 namespace {
 
-// A float max (or min) the CPU's loop vectoriser can keep in SIMD lanes. It vectorises maxnum with
-// no NaN operand only, so the elements (f32, f16 or bf16, accumulated in double) are coded first:
-// NaN as +inf, which beats every value, and +inf as 1e300, just below it (mirrored for min); the
-// result is decoded. So NaN still wins and infinities stay exact; only which zero a row of +0 and
-// -0 gives is left to the order, as on the GPU.
+// A float max (or min) the CPU's loop vectoriser keeps in SIMD lanes, 16 to a 512-bit vector: on
+// each element's f32 bits as an ordered integer key (non-negative floats as they are, negative
+// ones with their magnitude bits flipped, so that integer order is float order, -0 below +0), and
+// NaN as the largest key for max (the smallest for min), so NaN beats every value as in the
+// interpreter. Integer max and min vectorise without the no-NaN promise LLVM needs for maxnum,
+// and f32 holds f16 and bf16 exactly, so the result is exact; the key of the winner is decoded
+// back to its float (NaN as a quiet NaN). A row of +0 and -0 gives +0 for max and -0 for min.
 Accumulation vectorisableMaxMin(ElementEmitter& e, bool isMax, DType t) {
-  double nanCode = isMax ? INFINITY : -INFINITY, infCode = isMax ? 1e300 : -1e300, inf = isMax ? INFINITY : -INFINITY;
-  auto combine = [&e, isMax](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
-    llvm::FastMathFlags flags;
-    flags.setNoNaNs();
-    flags.setNoSignedZeros();
-    llvm::Value* r = e.b.CreateBinaryIntrinsic(isMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, v);
-    if (auto* call = llvm::dyn_cast<llvm::Instruction>(r)) call->setFastMathFlags(flags);
-    return r;
-  };
-  auto add = [&e, combine, nanCode, infCode, inf](llvm::Value* a, llvm::Value* x) {
+  auto& b = e.b;
+  llvm::Type* i32 = b.getInt32Ty();
+  auto key = [&e, i32, isMax](llvm::Value* x) {
     auto& b = e.b;
-    llvm::Value* d = e.toDouble(x);
-    llvm::Value* coded = b.CreateSelect(b.CreateFCmpUNO(d, d), e.f64(nanCode), b.CreateSelect(b.CreateFCmpOEQ(d, e.f64(inf)), e.f64(infCode), d));
-    return combine(a, coded);
+    llvm::Value* f = b.CreateFPCast(x, b.getFloatTy());  // exact for f16, bf16 and f32
+    llvm::Value* bits = b.CreateBitCast(f, i32);
+    llvm::Value* ordered =
+        b.CreateSelect(b.CreateICmpSLT(bits, b.getInt32(0)), b.CreateXor(bits, b.getInt32(0x7FFFFFFF)), bits);
+    llvm::Value* nanKey = b.getInt32(isMax ? INT32_MAX : INT32_MIN);
+    return b.CreateSelect(b.CreateFCmpUNO(f, f), nanKey, ordered);
   };
-  auto finish = [&e, nanCode, infCode, inf, t](llvm::Value* a) {
+  auto combine = [&e, isMax](llvm::Value* a, llvm::Value* c) -> llvm::Value* {
+    return e.b.CreateBinaryIntrinsic(isMax ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, a, c);
+  };
+  auto add = [key, combine](llvm::Value* a, llvm::Value* x) { return combine(a, key(x)); };
+  auto finish = [&e, i32, t](llvm::Value* a) {
     auto& b = e.b;
-    llvm::Value* decoded = b.CreateSelect(b.CreateFCmpOEQ(a, e.f64(nanCode)), llvm::ConstantFP::getQNaN(b.getDoubleTy()),
-                                          b.CreateSelect(b.CreateFCmpOEQ(a, e.f64(infCode)), e.f64(inf), a));
-    return e.fromDouble(decoded, t);
+    llvm::Value* bits =
+        b.CreateSelect(b.CreateICmpSLT(a, llvm::ConstantInt::get(i32, 0)), b.CreateXor(a, b.getInt32(0x7FFFFFFF)), a);
+    llvm::Value* f = b.CreateBitCast(bits, b.getFloatTy());
+    llvm::Value* quiet = b.CreateSelect(b.CreateFCmpUNO(f, f), llvm::ConstantFP::getQNaN(b.getFloatTy()), f);
+    return e.fromDouble(b.CreateFPExt(quiet, b.getDoubleTy()), t);
   };
-  return {e.f64(-inf), add, combine, finish};
+  return {key(llvm::ConstantFP::getInfinity(b.getFloatTy(), /*negative=*/isMax)), add, combine, finish};
 }
 
 }  // namespace
