@@ -151,6 +151,8 @@ int run(const Command& c, const Args& args) {
       reportError(s.error());
       return kExitError;
     }
+    if (cuda::Program* p = (*exe)->cudaProgram(); p && !json && !p->libraryNote().empty())
+      fmt::print("note: {}", p->libraryNote());
     return kExitOk;
   }
 #endif

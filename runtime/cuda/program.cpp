@@ -10,6 +10,7 @@
 #include "runtime/collectives/in_flight.h"
 #include "runtime/donation.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/dynamic_library.h"
 
 namespace kiln::cuda {
 
@@ -105,7 +106,7 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
     program->kernels_.push_back(k);
   }
   loading.reset();
-  program->prepareLibraries();
+  KILN_TRY(program->prepareLibraries());
   {
     StageTimer timer(options.profile, "constants upload");
     KILN_TRY(program->uploadConstants(program->stream_.get()));
@@ -423,23 +424,32 @@ class Program::Run {
   std::deque<Event> events_;  // a deque: the events' addresses stay put as it grows
 };
 
-void Program::prepareLibraries() {
+Status Program::prepareLibraries() {
   bool matmuls = false, convs = false;
   for (const KernelThunk& k : kernels_) {
     matmuls |= std::holds_alternative<codegen::MatmulCall>(k.library);
     convs |= std::holds_alternative<codegen::ConvCall>(k.library);
   }
+  // A library missing from the machine leaves its calls to the generated kernels; one the user
+  // named (KILN_CUBLASLT_LIBRARY, KILN_CUDNN_LIBRARY) that does not load is an error, as a
+  // KILN_CUDA_DRIVER that does not load is.
+  auto fallBack = [this](const Error& why, const char* variable, const char* calls) -> Status {
+    if (isOverridden(variable)) return Error(std::string(variable) + " names a library kiln cannot use: " + why.message());
+    libraryNote_ += std::string(calls) + " run as generated kernels: " + why.message() + "\n";
+    return {};
+  };
   // Loading cuBLASLt costs a fraction of a second: only for programs that call it.
   if (matmuls) {
     auto lt = CublasLt::create();
     if (lt) cublasLt_ = std::move(*lt);
-    else libraryNote_ += "matmuls run as generated kernels: " + lt.error().message() + "\n";
+    else KILN_TRY(fallBack(lt.error(), "KILN_CUBLASLT_LIBRARY", "matmuls"));
   }
   if (convs) {
     auto dnn = Cudnn::create();
     if (dnn) cudnn_ = std::move(*dnn);
-    else libraryNote_ += "convolutions run as generated kernels: " + dnn.error().message() + "\n";
+    else KILN_TRY(fallBack(dnn.error(), "KILN_CUDNN_LIBRARY", "convolutions"));
   }
+  return {};
 }
 
 Status Program::uploadConstants(CUstream stream) {

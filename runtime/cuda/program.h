@@ -85,8 +85,9 @@ class Program {
   // A device buffer that stays with the program (inputs and results of host runs).
   Expected<CUdeviceptr> ownBuffer(const Value* v, std::string_view role);
   // Loads cuBLASLt / cuDNN where a thunk calls them; where one cannot be loaded its thunks fall
-  // back to their generated kernels, and libraryNote_ says so.
-  void prepareLibraries();
+  // back to their generated kernels, and libraryNote_ says so, unless the user named the library
+  // (an override variable): then that is the error.
+  Status prepareLibraries();
   // NCCL over the run's communicator and the stream its reductions run on, created on the first
   // all_reduce (with one replica too, so a single GPU exercises the same path). NCCL's deadline is
   // the communicator's timeout (kiln train --collective-timeout).

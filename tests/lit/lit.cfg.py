@@ -42,6 +42,8 @@ if _has_cuda_gpu(os.environ.get("KILN_CUDA_DRIVER") or "libcuda.so.1"):
     config.available_features.add("cuda-gpu")
 if "gpusim" in os.path.basename(os.environ.get("KILN_CUDA_DRIVER", "")):
     config.available_features.add("gpusim")
+    # The simulated driver's path: a library that is not the one a test names it as.
+    config.substitutions.append(("%cuda_driver", os.environ["KILN_CUDA_DRIVER"]))
 if _has_cuda_gpu("libcuda.so.1"):
     config.available_features.add("nvidia-driver")
 
