@@ -1,7 +1,6 @@
 // gpusim's own calls (gpusim/include/gpusim/gpusim.h): per-launch counters, "am I simulated", and
 // what the vendor-library stand-ins need: host work on streams and host views of device memory.
 #include <algorithm>
-#include <cinttypes>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -114,18 +113,13 @@ GPUSIM_EXPORT void* gpusimDeviceMemory(int device, uint64_t address, size_t byte
   gpusim::DeviceMemory& memory = *devices()[static_cast<size_t>(device)].memory;
   gpusim::Allocation* a = memory.find(address, std::max<size_t>(bytes, 1));
   if (!a) {
-    char at[32];
-    std::snprintf(at, sizeof at, "0x%" PRIx64, address);
-    fail(CUDA_ERROR_ILLEGAL_ADDRESS, call + ": " + std::to_string(bytes) + " bytes at " + at +
+    fail(CUDA_ERROR_ILLEGAL_ADDRESS, call + ": " + std::to_string(bytes) + " bytes at " + gpusim::hex(address) +
                                          " are not inside one live allocation: " + memory.describe(address, bytes));
     return nullptr;
   }
-  if ((access & GPUSIM_READ) && launchOptions().initcheck && !a->isWritten(address, bytes)) {
-    char at[32];
-    std::snprintf(at, sizeof at, "0x%" PRIx64, address);
-    fail(CUDA_SUCCESS, "initcheck: " + call + " reads " + std::to_string(bytes) + " bytes at " + at +
+  if ((access & GPUSIM_READ) && launchOptions().initcheck && !a->isWritten(address, bytes))
+    fail(CUDA_SUCCESS, "initcheck: " + call + " reads " + std::to_string(bytes) + " bytes at " + gpusim::hex(address) +
                            " of which some were never written: " + memory.describe(address, bytes));
-  }
   if (access & GPUSIM_WRITE) a->markWritten(address, bytes);
   return a->host(address);
 }

@@ -24,12 +24,6 @@ std::map<uintptr_t, size_t>& pinned() {
   return m;
 }
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 // The live allocation holding the range, or the report of why there is none.
 CUresult checkRange(DeviceMemory& memory, CUdeviceptr address, size_t bytes, const char* call, const char* role) {
   if (memory.find(address, bytes)) return CUDA_SUCCESS;
@@ -130,6 +124,7 @@ bool isPinned(const void* p, size_t bytes) {
 }  // namespace gpusim::driver
 
 using namespace gpusim::driver;
+using gpusim::hex;
 
 GPUSIM_EXPORT CUresult cuMemAlloc(CUdeviceptr* dptr, size_t bytesize) {
   if (!dptr) return CUDA_ERROR_INVALID_VALUE;

@@ -11,13 +11,13 @@ namespace gpusim {
 namespace {
 constexpr uint64_t kAlignment = 256;  // cuMemAlloc's alignment
 constexpr uint64_t kGap = 4096;       // never-mapped bytes between allocations, so overruns land nowhere
+}  // namespace
 
-std::string hex(uint64_t v) {
+std::string hex(uint64_t address) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, address);
   return buf;
 }
-}  // namespace
 
 void Allocation::markWritten(uint64_t address, uint64_t bytes) {
   uint64_t first = address - base, last = first + bytes;

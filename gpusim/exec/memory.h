@@ -47,6 +47,9 @@ struct Allocation {
   bool isWritten(uint64_t address, uint64_t bytes) const;
 };
 
+// "0x7a0000001c00": an address as every report prints it.
+std::string hex(uint64_t address);
+
 class DeviceMemory {
  public:
   explicit DeviceMemory(uint64_t capacity) : capacity_(capacity) {}

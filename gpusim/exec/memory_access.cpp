@@ -29,12 +29,6 @@ const char* spaceName(Space s) {
   }
 }
 
-std::string hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
-
 bool isSignedType(Type t) { return t == Type::S8 || t == Type::S16 || t == Type::S32 || t == Type::S64; }
 
 uint64_t loadValue(const uint8_t* p, uint32_t bytes, Type t) {

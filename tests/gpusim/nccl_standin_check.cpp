@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ir/tensor.h"
+#include "runtime/cuda/context.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/nccl.h"
 
@@ -43,7 +44,7 @@ void mustNccl(ncclResult_t r, const NcclApi& nccl, const char* call) {
 }
 
 struct Rank {
-  CUcontext context = nullptr;
+  Device* device = nullptr;  // its primary context, made current before each use
   CUstream stream = nullptr;
   ncclComm_t comm = nullptr;
 };
@@ -59,7 +60,9 @@ Fn standIn(const char* name) {
 }
 ncclResult_t groupCall(const char* name) { return standIn<ncclResult_t (*)()>(name)(); }
 
-void useContext(const Rank& r) { must(api().cuCtxSetCurrent(r.context), "cuCtxSetCurrent"); }
+void useContext(const Rank& r) {
+  if (Status s = r.device->makeCurrent(); !s) die(s.error().message());
+}
 
 // Synchronous copies and memsets on the legacy stream of the current context.
 void copyIn(CUdeviceptr to, const Tensor& t) {
@@ -73,6 +76,17 @@ void copyOut(Tensor& t, CUdeviceptr from) {
 void zero(CUdeviceptr at, size_t bytes, unsigned char value) {
   must(api().cuMemsetD8Async(at, value, bytes, nullptr), "cuMemsetD8Async");
   must(api().cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+}
+
+// Queues on rank r's stream an in-place all-reduce (sum) of 1024 zeros in a fresh device buffer.
+void queueZerosAllReduce(const Rank& r, const NcclApi& nccl) {
+  useContext(r);
+  CUdeviceptr data = 0;
+  must(api().cuMemAlloc(&data, 4096), "cuMemAlloc");
+  zero(data, 4096, 0);
+  mustNccl(nccl.ncclAllReduce(reinterpret_cast<void*>(data), reinterpret_cast<void*>(data), 1024, ncclFloat32, ncclSum,
+                              r.comm, reinterpret_cast<cudaStream_t>(r.stream)),
+           nccl, "ncclAllReduce");
 }
 
 // Rank r's value at element i: exact in every dtype, and in every sum and average of 3 ranks.
@@ -148,9 +162,9 @@ int main() {
   std::vector<Rank> ranks(static_cast<size_t>(devices));
   std::vector<ncclComm_t> comms(ranks.size());
   for (int r = 0; r < devices; ++r) {
-    CUdevice device = 0;
-    must(api().cuDeviceGet(&device, r), "cuDeviceGet");
-    must(api().cuDevicePrimaryCtxRetain(&ranks[r].context, device), "cuDevicePrimaryCtxRetain");
+    auto device = Device::get(r);
+    if (!device) die(device.error().message());
+    ranks[r].device = *device;
     useContext(ranks[r]);
     must(api().cuStreamCreate(&ranks[r].stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   }
@@ -190,31 +204,18 @@ int main() {
 
   // 2. Rank 0's all-reduce waits for its peers; meanwhile a copy on another stream completes.
   {
-    useContext(ranks[0]);
-    CUdeviceptr data = 0, a = 0, b = 0;
-    must(api().cuMemAlloc(&data, 4096), "cuMemAlloc");
-    zero(data, 4096, 0);
+    queueZerosAllReduce(ranks[0], nccl);
+    CUdeviceptr a = 0, b = 0;
     must(api().cuMemAlloc(&a, 4096), "cuMemAlloc");
     must(api().cuMemAlloc(&b, 4096), "cuMemAlloc");
     zero(a, 4096, 7);
     CUstream other = nullptr;
     must(api().cuStreamCreate(&other, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    mustNccl(nccl.ncclAllReduce(reinterpret_cast<void*>(data), reinterpret_cast<void*>(data), 1024, ncclFloat32, ncclSum,
-                                ranks[0].comm, reinterpret_cast<cudaStream_t>(ranks[0].stream)),
-             nccl, "ncclAllReduce");
     must(api().cuMemcpyDtoDAsync(b, a, 4096, other), "cuMemcpyDtoDAsync");
     must(api().cuStreamSynchronize(other), "cuStreamSynchronize");
     if (api().cuStreamQuery(ranks[0].stream) != CUDA_ERROR_NOT_READY)
       die("rank 0's all-reduce finished without its peers");
-    for (int r = 1; r < devices; ++r) {
-      useContext(ranks[r]);
-      CUdeviceptr peer = 0;
-      must(api().cuMemAlloc(&peer, 4096), "cuMemAlloc");
-      zero(peer, 4096, 0);
-      mustNccl(nccl.ncclAllReduce(reinterpret_cast<void*>(peer), reinterpret_cast<void*>(peer), 1024, ncclFloat32,
-                                  ncclSum, ranks[r].comm, reinterpret_cast<cudaStream_t>(ranks[r].stream)),
-               nccl, "ncclAllReduce");
-    }
+    for (int r = 1; r < devices; ++r) queueZerosAllReduce(ranks[r], nccl);
     for (int r = 0; r < devices; ++r) {
       useContext(ranks[r]);
       must(api().cuStreamSynchronize(ranks[r].stream), "cuStreamSynchronize");
@@ -224,26 +225,14 @@ int main() {
 
   // 3. Rank 0 waits alone; aborting it ends its wait, and its peers' next collective fails naming it.
   {
-    useContext(ranks[0]);
-    CUdeviceptr data = 0;
-    must(api().cuMemAlloc(&data, 4096), "cuMemAlloc");
-    zero(data, 4096, 0);
-    mustNccl(nccl.ncclAllReduce(reinterpret_cast<void*>(data), reinterpret_cast<void*>(data), 1024, ncclFloat32, ncclSum,
-                                ranks[0].comm, reinterpret_cast<cudaStream_t>(ranks[0].stream)),
-             nccl, "ncclAllReduce");
+    queueZerosAllReduce(ranks[0], nccl);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ncclResult_t async = ncclInternalError;
     mustNccl(nccl.ncclCommGetAsyncError(ranks[0].comm, &async), nccl, "ncclCommGetAsyncError");
     if (async != ncclSuccess) die("a rank still waiting reports an asynchronous error");
     mustNccl(nccl.ncclCommAbort(ranks[0].comm), nccl, "ncclCommAbort");
     must(api().cuStreamSynchronize(ranks[0].stream), "cuStreamSynchronize after the abort");
-    useContext(ranks[1]);
-    CUdeviceptr peer = 0;
-    must(api().cuMemAlloc(&peer, 4096), "cuMemAlloc");
-    zero(peer, 4096, 0);
-    mustNccl(nccl.ncclAllReduce(reinterpret_cast<void*>(peer), reinterpret_cast<void*>(peer), 1024, ncclFloat32, ncclSum,
-                                ranks[1].comm, reinterpret_cast<cudaStream_t>(ranks[1].stream)),
-             nccl, "ncclAllReduce");
+    queueZerosAllReduce(ranks[1], nccl);
     must(api().cuStreamSynchronize(ranks[1].stream), "cuStreamSynchronize");
     mustNccl(nccl.ncclCommGetAsyncError(ranks[1].comm, &async), nccl, "ncclCommGetAsyncError");
     std::string detail = nccl.ncclGetLastError ? nccl.ncclGetLastError(ranks[1].comm) : "";

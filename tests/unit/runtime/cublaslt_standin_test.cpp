@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "runtime/cuda/context.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/dynamic_library.h"
@@ -23,10 +24,9 @@ class CublasLtStandIn : public ::testing::Test {
     auto d = driver();
     if (!d.ok() || !(*d)->simulated) GTEST_SKIP() << "not on the GPU simulator";
     if (!isOverridden("KILN_CUBLASLT_LIBRARY")) GTEST_SKIP() << "KILN_CUBLASLT_LIBRARY does not select the stand-in";
-    CUdevice device = 0;
-    ASSERT_EQ(api().cuDeviceGet(&device, 0), CUDA_SUCCESS);
-    ASSERT_EQ(api().cuDevicePrimaryCtxRetain(&context_, device), CUDA_SUCCESS);
-    ASSERT_EQ(api().cuCtxSetCurrent(context_), CUDA_SUCCESS);
+    auto device = Device::get();
+    ASSERT_TRUE(device.ok()) << device.error().message();
+    ASSERT_TRUE((*device)->makeCurrent().ok());
     auto lib = cublasLtLibrary();
     ASSERT_TRUE(lib.ok()) << lib.error().message();
     lt_ = *lib;
@@ -74,7 +74,6 @@ class CublasLtStandIn : public ::testing::Test {
 
   std::string lastReport() { return api().gpusimLastReport ? api().gpusimLastReport() : ""; }
 
-  CUcontext context_ = nullptr;
   const CublasLtApi* lt_ = nullptr;
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulDesc_t desc_ = nullptr;

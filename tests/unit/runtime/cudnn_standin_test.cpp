@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cuda/context.h"
 #include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/dynamic_library.h"
@@ -25,11 +26,9 @@ class CudnnStandIn : public ::testing::Test {
     auto d = driver();
     if (!d.ok() || !(*d)->simulated) GTEST_SKIP() << "not on the GPU simulator";
     if (!isOverridden("KILN_CUDNN_LIBRARY")) GTEST_SKIP() << "KILN_CUDNN_LIBRARY does not select the stand-in";
-    CUdevice device = 0;
-    CUcontext context = nullptr;
-    ASSERT_EQ(api().cuDeviceGet(&device, 0), CUDA_SUCCESS);
-    ASSERT_EQ(api().cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
-    ASSERT_EQ(api().cuCtxSetCurrent(context), CUDA_SUCCESS);
+    auto device = Device::get();
+    ASSERT_TRUE(device.ok()) << device.error().message();
+    ASSERT_TRUE((*device)->makeCurrent().ok());
     auto lib = cudnnLibrary();
     ASSERT_TRUE(lib.ok()) << lib.error().message();
     dnn_ = *lib;

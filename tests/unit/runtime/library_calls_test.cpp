@@ -7,6 +7,7 @@
 
 #include "codegen/library_call.h"
 #include "codegen/optimize.h"
+#include "runtime/cuda/context.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/cudnn.h"
 #include "runtime/cuda/driver.h"
@@ -40,7 +41,12 @@ TEST(LibraryLoading, CudnnLoadsOrSaysWhy) {
   }
 }
 
-Status makeContextCurrent();
+// The primary context of device 0 (kiln's Device), made current.
+Status makeContextCurrent() {
+  auto device = Device::get(0);
+  if (!device) return device.error();
+  return (*device)->makeCurrent();
+}
 
 TEST(LibraryLoading, HandlesNeedTheDriver) {
   if (driver().ok()) GTEST_SKIP() << "a driver is present: handle creation is tested with the GPU tests";
@@ -79,35 +85,17 @@ TEST(LibraryLoading, SimulatorUsesStandInsOrDeclines) {
 
 // --- GPU tests: skipped, with the driver's reason, where there is no GPU. ---
 
-// The primary context of device 0, made current.
-Status makeContextCurrent() {
-  auto d = driver();
-  if (!d) return d.error();
-  static CUcontext context = nullptr;
-  if (!context) {
-    CUdevice device = 0;
-    KILN_CU(cuDeviceGet, "device 0", &device, 0);
-    KILN_CU(cuDevicePrimaryCtxRetain, "device 0", &context, device);
-  }
-  KILN_CU(cuCtxSetCurrent, "the test context", context);
-  return {};
-}
-
 #define KILN_REQUIRE_GPU()                                                                     \
   if (Status kiln_gpu_ = makeContextCurrent(); !kiln_gpu_.ok())                                \
     GTEST_SKIP() << "no GPU: " << kiln_gpu_.error().message();
 
-// cuBLASLt: a GPU's, or on the simulator its stand-in (KILN_CUBLASLT_LIBRARY).
-#define KILN_REQUIRE_CUBLASLT()                                                                \
+// A vendor library: a GPU's, or on the simulator its stand-in, which `variable` selects.
+#define KILN_REQUIRE_LIBRARY(variable, library)                                                \
   KILN_REQUIRE_GPU();                                                                          \
-  if (api().simulated && !isOverridden("KILN_CUBLASLT_LIBRARY"))                               \
-    GTEST_SKIP() << "on the GPU simulator without KILN_CUBLASLT_LIBRARY (its cuBLASLt stand-in)";
-
-// cuDNN: a GPU's, or on the simulator its stand-in (KILN_CUDNN_LIBRARY).
-#define KILN_REQUIRE_CUDNN()                                                                   \
-  KILN_REQUIRE_GPU();                                                                          \
-  if (api().simulated && !isOverridden("KILN_CUDNN_LIBRARY"))                                  \
-    GTEST_SKIP() << "on the GPU simulator without KILN_CUDNN_LIBRARY (its cuDNN stand-in)";
+  if (api().simulated && !isOverridden(variable))                                              \
+    GTEST_SKIP() << "on the GPU simulator without " variable " (its " library " stand-in)";
+#define KILN_REQUIRE_CUBLASLT() KILN_REQUIRE_LIBRARY("KILN_CUBLASLT_LIBRARY", "cuBLASLt")
+#define KILN_REQUIRE_CUDNN() KILN_REQUIRE_LIBRARY("KILN_CUDNN_LIBRARY", "cuDNN")
 
 // Device copies of tensors, freed at the end of the test.
 class DeviceBuffers {
