@@ -188,13 +188,19 @@ namespace {
 // 2-core Zen 4 sandbox, alternating runs, the elementwise chain with tanh 2.6-3.5 -> 2.3-2.5 ms,
 // softmax 5.0-7.6 -> 3.7-4.1 ms, layer norm 1.35-1.42 -> 1.18-1.24 ms ([4096,1024] and
 // [2048,2048] f32).
+bool hostHas(const char* feature) {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto it = features.find(feature);
+  return it != features.end() && it->second;
+}
+
+bool hostHasAvx512() {
+  static const bool avx512 = hostHas("avx512f");
+  return avx512;
+}
+
 void preferWideVectors(llvm::Function& f) {
-  static const bool avx512 = [] {
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    auto it = features.find("avx512f");
-    return it != features.end() && it->second;
-  }();
-  if (avx512) f.addFnAttr("prefer-vector-width", "512");
+  if (hostHasAvx512()) f.addFnAttr("prefer-vector-width", "512");
 }
 
 // [begin, end) row by row: for each row the chunk touches, an inner loop over its columns, so the
@@ -302,6 +308,11 @@ void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, ll
 }
 
 }  // namespace
+
+int CpuTarget::floatSumLanes() const {
+  static const int lanes = hostHasAvx512() ? 16 : hostHas("avx") ? 8 : 4;  // 512-, 256- or 128-bit vectors
+  return lanes;
+}
 
 llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& name,
                                        const std::vector<uint64_t>& bufferAlignments, int64_t numItems, int lanes,

@@ -35,6 +35,7 @@ class CpuTarget : public TargetHooks {
   int elementsPerItem(size_t /*widestElementBytes*/) const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
   bool reassociatesSums() const override { return true; }
+  int floatSumLanes() const override;
   bool tilesColumnReductions() const override { return true; }
   // No shared memory or block on the CPU: never called (internal errors).
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,

@@ -221,6 +221,25 @@ Values ElementEmitter::loopNest(const Shape& extents, Values init, const NestBod
   return level(0, std::move(init));
 }
 
+llvm::Value* ElementEmitter::accumulateRun(const Accumulation& acc, llvm::Value* init, int64_t count,
+                                           const std::function<llvm::Value*(llvm::Value* k)>& element) {
+  llvm::Value* total =
+      loop(count, {init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], element(k))}; })[0];
+  int lanes = target_.floatSumLanes();
+  if (!acc.widensFloats || lanes == 0 || count <= 1) return total;
+  // The loop's exit block is the current block, and its latch the exit's only predecessor.
+  llvm::Instruction* latch = b.GetInsertBlock()->getSinglePredecessor()->getTerminator();
+  llvm::LLVMContext& c = ctx();
+  llvm::Metadata* width[] = {llvm::MDString::get(c, "llvm.loop.vectorize.width"),
+                             llvm::ConstantAsMetadata::get(b.getInt32(static_cast<uint32_t>(lanes)))};
+  llvm::Metadata* enable[] = {llvm::MDString::get(c, "llvm.loop.vectorize.enable"),
+                              llvm::ConstantAsMetadata::get(b.getTrue())};
+  llvm::MDNode* loopId = llvm::MDNode::getDistinct(c, {nullptr, llvm::MDNode::get(c, width), llvm::MDNode::get(c, enable)});
+  loopId->replaceOperandWith(0, loopId);  // a loop ID names itself
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+  return total;
+}
+
 Values ElementEmitter::mergedLoopNest(const std::vector<Shape>& runs, Values init, const NestBody& body) {
   Shape products;
   for (const Shape& run : runs) products.push_back(numElements(run));
@@ -919,10 +938,16 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
       value = best[0];
     } else if (op->info().cls == OpClass::Reduction) {
       Accumulation acc = accumulationFor(*this, *op, n);
-      Values total = reduceRow(
-          lane, {acc.init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], emit(op->operand(0), fullIndex(k)))}; },
-          [&](const Values& x, const Values& y) { return Values{acc.combine(x[0], y[0])}; });
-      value = roundTo(acc.finish(total[0]), v->type().dtype);
+      auto element = [&](llvm::Value* k) { return emit(op->operand(0), fullIndex(k)); };
+      llvm::Value* total;
+      if (target_.rowLanes(group_) == 1) {
+        total = accumulateRun(acc, acc.init, n, element);
+      } else {
+        total = reduceRow(
+            lane, {acc.init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], element(k))}; },
+            [&](const Values& x, const Values& y) { return Values{acc.combine(x[0], y[0])}; })[0];
+      }
+      value = roundTo(acc.finish(total), v->type().dtype);
     } else {
       value = emit(v, rowValueIndex(rowIndex, v->type().shape));
     }

@@ -41,6 +41,8 @@ class ErrorTable {
   std::vector<KernelError> errors_;
 };
 
+struct Accumulation;
+
 class ElementEmitter {
  public:
   ElementEmitter(llvm::IRBuilder<>& b, TargetHooks& target, const KernelGroup& group, const Values& buffers,
@@ -146,6 +148,10 @@ class ElementEmitter {
   // LLVM vectorises it along memory rather than unrolling a short innermost loop whole and
   // vectorising the loop outside it with gathers.
   Values mergedLoopNest(const std::vector<Shape>& runs, Values init, const NestBody& body);
+  // acc.add over element(k) for k in [0, count), from `init`, in one loop. Where acc.widensFloats,
+  // the loop carries the target's floatSumLanes() as its vector width.
+  llvm::Value* accumulateRun(const Accumulation& acc, llvm::Value* init, int64_t count,
+                             const std::function<llvm::Value*(llvm::Value* k)>& element);
   // if (cond) { then() } else { otherwise }: the values of the branch taken.
   Values ifThen(llvm::Value* cond, const std::function<Values()>& then, const Values& otherwise);
   // cond ? then() : otherwise(), computing only the branch taken (for loads that are only in
@@ -244,6 +250,9 @@ struct Accumulation {
   std::function<llvm::Value*(llvm::Value* acc, llvm::Value* element)> add;  // element in its compute type
   std::function<llvm::Value*(llvm::Value* a, llvm::Value* b)> combine;      // two partial accumulators
   std::function<llvm::Value*(llvm::Value* acc)> finish;                     // to the result's compute type
+  // A double sum of f32, f16 or bf16 elements, which loops widen at the elements' width
+  // (TargetHooks::floatSumLanes).
+  bool widensFloats = false;
 };
 Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count);
 // A reduce_* op's reduced axes (sorted), whether it keeps them as size-1 dims, their extents and

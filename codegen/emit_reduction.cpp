@@ -159,10 +159,12 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
     return kind == OpKind::ReduceProd ? e.b.CreateFMul(a, v) : e.accumulate(a, v);
   };
   return {e.f64(identity), [&e, combine](llvm::Value* a, llvm::Value* x) { return combine(a, e.toDouble(x)); },
-          combine, [&e, kind, count, t](llvm::Value* a) {
+          combine,
+          [&e, kind, count, t](llvm::Value* a) {
             llvm::Value* r = kind == OpKind::ReduceMean ? e.b.CreateFDiv(a, e.f64(static_cast<double>(count))) : a;  // 0/0 = NaN
             return e.fromDouble(r, t);
-          }};
+          },
+          t != DType::F64};
 }
 
 namespace {
@@ -188,8 +190,19 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
     if (k == 0 || reduced.axes[k] != reduced.axes[k - 1] + 1) runs.emplace_back();
     runs.back().push_back(reduced.extents[k]);
   }
-  Values total = e.mergedLoopNest(runs, {acc.init}, [&](const Index& ivs, const Values& c) {
-    return Values{acc.add(c[0], element(ivs))};
+  // The last run, the innermost of the reduced axes, in accumulateRun's loop (widened at the
+  // elements' width), the runs outside it in loops around that.
+  Shape last;  // no reduced axes (a rank-0 operand): one element
+  if (!runs.empty()) {
+    last = runs.back();
+    runs.pop_back();
+  }
+  Values total = e.mergedLoopNest(runs, {acc.init}, [&](const Index& outer, const Values& c) {
+    return Values{e.accumulateRun(acc, c[0], numElements(last), [&](llvm::Value* k) {
+      Index ivs = outer;
+      for (llvm::Value* iv : e.delinearize(k, last)) ivs.push_back(iv);
+      return element(ivs);
+    })};
   });
   return acc.finish(total[0]);
 }

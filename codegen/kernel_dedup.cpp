@@ -43,7 +43,31 @@ std::unordered_map<std::string, std::string> ownedTexts(const llvm::Module& modu
   return texts;
 }
 
-// A kernel's text with its name replaced: equal text, equal code.
+// Metadata references (`!llvm.loop !7`) renumbered in order of first use: the module numbers its
+// metadata globally, so two equal kernels refer to different numbers. The only metadata the
+// emitter attaches is its loop hints (ElementEmitter::accumulateRun), the same nodes for every
+// kernel of a module, so equal renumbered text is still equal code.
+std::string renumberMetadata(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  std::unordered_map<std::string, size_t> numbers;
+  for (size_t at = 0; at < text.size();) {
+    size_t bang = text.find('!', at);
+    size_t digits = bang == std::string::npos ? bang : text.find_first_not_of("0123456789", bang + 1);
+    if (bang == std::string::npos || digits == bang + 1) {
+      size_t end = bang == std::string::npos ? text.size() : bang + 1;
+      out.append(text, at, end - at);
+      at = end;
+      continue;
+    }
+    out.append(text, at, bang + 1 - at);
+    out += std::to_string(numbers.emplace(text.substr(bang + 1, digits - bang - 1), numbers.size()).first->second);
+    at = digits;
+  }
+  return out;
+}
+
+// A kernel's text with its name replaced and its metadata renumbered: equal text, equal code.
 std::string normalized(const std::string& text, const std::string& kernel) {
   std::string out;
   out.reserve(text.size());
@@ -54,7 +78,7 @@ std::string normalized(const std::string& text, const std::string& kernel) {
     out += "kernel";
     at = next + kernel.size();
   }
-  return out;
+  return renumberMetadata(out);
 }
 
 }  // namespace

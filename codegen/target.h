@@ -98,6 +98,11 @@ class TargetHooks {
   // keeps several partial sums in SIMD lanes; the order is fixed by the compiled code, so runs stay
   // bit-identical. The GPU orders its sums itself (lanes, warps, split stages).
   virtual bool reassociatesSums() const { return false; }
+  // The f32 lanes of the vectors a loop of float sums should be widened to, or 0 for no hint (the
+  // GPU). A sum of f32 elements accumulates in double, and LLVM's cost model widens such a loop to
+  // the double's lanes, computing the elements (an exp, a tanh) at half width; the hint
+  // (llvm.loop.vectorize.width) keeps them at full width, the sum in two double vectors.
+  virtual int floatSumLanes() const { return 0; }
   // GPU only: an array of `count` elements of `type` in shared memory, one per block, owned by the
   // kernel being emitted (named <kernel>.<what>); and a barrier every thread of the block reaches.
   virtual llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
