@@ -36,4 +36,11 @@ if ! python3 -c "import onnx, onnxruntime" 2>/dev/null; then
     python3 -m pip install --quiet --break-system-packages onnx onnxruntime ||
     echo "setup: warning: could not install onnx and onnxruntime; the model zoo tests will skip, saying so"
 fi
+# nanobind builds the Python module (python/), pytest runs its tests; scikit-build-core is what
+# `pip install .` builds it with (pip fetches its own copy for that, this one is for checks).
+if ! python3 -c "import nanobind, pytest" 2>/dev/null; then
+  echo "setup: installing nanobind and pytest for $(command -v python3)"
+  python3 -m pip install --quiet nanobind pytest 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages nanobind pytest
+fi
 echo "setup: ok (LLVM $(/usr/lib/llvm-19/bin/llvm-config --version), $(python3 -c 'import numpy; print("numpy", numpy.__version__)'))"

@@ -10,15 +10,11 @@
 
 #include "ir/ir.h"
 #include "ir/tensor.h"
+#include "kiln/backend.h"
 
 namespace kiln {
 
 class CompileProfile;
-
-enum class Backend { Interp, Cpu, Cuda, Auto };
-
-std::string_view backendName(Backend b);
-std::optional<Backend> parseBackend(std::string_view name);
 
 // Resolves `requested` to a backend that can run here: Auto becomes the best one available; a
 // backend that is not built, or whose device is missing, is an error that says so and what to use.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/version.h"
 #include "tools/cli.h"
 
 namespace {
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
     return args.empty() ? kiln::cli::kExitUsage : kiln::cli::kExitOk;
   }
   if (args[0] == "--version") {
-    fmt::print("kiln 0.1.0 (LLVM {})\n", LLVM_VERSION_STRING);
+    fmt::print("kiln {} (LLVM {})\n", KILN_VERSION_STRING, LLVM_VERSION_STRING);
     return kiln::cli::kExitOk;
   }
   for (const Command& c : commands()) {

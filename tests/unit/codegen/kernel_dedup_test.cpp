@@ -6,7 +6,7 @@
 
 #include "codegen/compile_stages.h"
 #include "tests/unit/codegen/cpu_test_util.h"
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "runtime/cuda/context.h"
 
 namespace kiln::codegen {

@@ -10,7 +10,7 @@
 
 #include "codegen/kernel_units.h"
 #include "codegen/parallel_codegen.h"
-#include "kiln.h"
+#include "kiln_internal.h"
 
 namespace kiln::codegen {
 namespace {

@@ -14,7 +14,7 @@
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_target.h"
 #include "codegen/vector_math.h"
-#include "kiln.h"
+#include "kiln_internal.h"
 
 namespace kiln {
 namespace {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "runtime/random_inputs.h"
 
 namespace kiln {

@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "runtime/random_inputs.h"
 
 namespace kiln {

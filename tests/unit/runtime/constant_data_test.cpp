@@ -10,7 +10,7 @@
 #include "codegen/compile_cache.h"
 #include "ir/compile_profile.h"
 #include "ir/constant_data.h"
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "runtime/cuda/context.h"
 
 namespace kiln {

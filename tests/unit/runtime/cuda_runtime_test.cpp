@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "runtime/launch_shape.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/context.h"

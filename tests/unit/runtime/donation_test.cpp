@@ -4,7 +4,7 @@
 
 #include "codegen/kernel_plan.h"
 #include "codegen/optimize.h"
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "runtime/donation.h"
 
 namespace kiln {

@@ -11,7 +11,7 @@
 
 #include "codegen/library_call.h"
 #include "ir/constant_data.h"
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "runtime/onednn.h"
 
 namespace kiln {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln.h"
+#include "kiln_internal.h"
 #include "example_files.h"
 #include "runtime/random_inputs.h"
 

@@ -1,4 +1,5 @@
-// kiln's public C++ API: build or parse a graph, verify and print it, run it.
+// kiln's internal C++ API in one header, for the tests: build or parse a graph, verify and print
+// it, run it. Users include the public API, <kiln/kiln.h> (docs/api.md), instead.
 //
 //   auto module = kiln::parseFile("examples/mlp.kiln");
 //   if (!module) { std::cerr << module.error().str() << "\n"; return 1; }

@@ -1,0 +1,64 @@
+// Tensor: a dense, row-major host buffer with a TensorType: inputs and results of compiled
+// functions, constants, .npy data. Part of kiln's public API (docs/api.md).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kiln/types.h"
+
+namespace kiln {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled tensor of the given type.
+  explicit Tensor(TensorType type) : type_(std::move(type)), bytes_(type_.byteSize()) {}
+
+  const TensorType& type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  const Shape& shape() const { return type_.shape; }
+  int rank() const { return type_.rank(); }
+  int64_t numElements() const { return type_.numElements(); }
+
+  void* data() { return bytes_.data(); }
+  const void* data() const { return bytes_.data(); }
+  size_t byteSize() const { return bytes_.size(); }
+
+  // Element i (row-major) widened to double, for any dtype (bool -> 0/1; ints above 2^53 lose bits).
+  double getDouble(int64_t i) const;
+  // Element i as an integer: ints exactly (u64 as its bits: values >= 2^63 read negative; see
+  // intAsDouble and formatInt), floats truncated toward zero (NaN and out of range give 0).
+  int64_t getInt(int64_t i) const;
+  bool getBool(int64_t i) const { return getDouble(i) != 0.0; }
+  // Stores v, rounding (f16/bf16/f32), truncating toward zero (ints) or testing != 0 (bool).
+  void setDouble(int64_t i, double v);
+  // Stores v exactly for 64-bit ints (u64 takes the bits), wrapping for narrower ints, converting
+  // for floats.
+  void setInt(int64_t i, int64_t v);
+
+  // Bitwise equality of type and contents.
+  bool operator==(const Tensor& o) const { return type_ == o.type_ && bytes_ == o.bytes_; }
+
+  // Scalar tensors, for tests and builders.
+  static Tensor scalar(DType t, double v);
+
+ private:
+  template <class T>
+  T load(int64_t i) const {
+    T v;
+    std::memcpy(&v, bytes_.data() + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+    return v;
+  }
+  template <class T>
+  void store(int64_t i, T v) {
+    std::memcpy(bytes_.data() + static_cast<size_t>(i) * sizeof(T), &v, sizeof(T));
+  }
+
+  TensorType type_;
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace kiln

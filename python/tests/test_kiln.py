@@ -1,0 +1,127 @@
+"""The Python module: compile and call on NumPy arrays, DLPack, dumps, training, and errors as
+KilnError. ctest runs these with the build tree's module (PYTHONPATH=build/python)."""
+import os
+
+import numpy as np
+import pytest
+
+import kiln
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCALE = """
+func @main(%x: f32[2,3], %s: f32[]) -> f32[2] {
+  %y = mul %x, %s
+  %r = reduce_sum %y {axes = [1]}
+  return %r
+}
+"""
+
+
+def test_compile_text_and_call_with_numpy():
+    f = kiln.compile(SCALE, backend="cpu")
+    assert f.backend == "cpu"
+    assert f.params == [("x", "f32", (2, 3)), ("s", "f32", ())]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = f(x, np.float32(2))
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (2,)
+    np.testing.assert_array_equal(y, [6, 24])
+    # A non-contiguous view is made contiguous.
+    np.testing.assert_array_equal(f(np.asfortranarray(x), np.float32(1)), [3, 12])
+
+
+def test_every_backend_matches_the_interpreter():
+    graph = kiln.load(os.path.join(ROOT, "examples", "mlp.kiln"))
+    inputs = graph.random_inputs(3)
+    (expected,) = graph.interpret(inputs)
+    backends = ["interp", "cpu"] + (["cuda"] if os.environ.get("KILN_CUDA_DRIVER") else [])
+    for backend in backends:
+        f = kiln.compile(graph, backend)
+        np.testing.assert_allclose(f(*inputs), expected, rtol=1e-5, atol=1e-6, err_msg=backend)
+
+
+def test_several_results_come_back_as_a_tuple():
+    f = kiln.compile("""
+func @main(%a: i32[4]) -> (i32[4], i32[]) {
+  %n = neg %a
+  %s = reduce_sum %a
+  return %n, %s
+}""", backend="cpu")
+    n, s = f(np.array([1, 2, 3, 4], np.int32))
+    np.testing.assert_array_equal(n, [-1, -2, -3, -4])
+    assert s.shape == () and int(s) == 10
+
+
+def test_bf16_crosses_as_f32():
+    f = kiln.compile("""
+func @main(%a: bf16[3]) -> bf16[3] {
+  %b = add %a, %a
+  return %b
+}""", backend="cpu")
+    y = f(np.array([1.0, 1.00390625, 3.0], np.float32))  # 1 + 2^-8 is a bf16 tie: rounds to 1
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, [2.0, 2.0, 6.0])
+
+
+def test_dlpack_inputs_and_outputs():
+    torch = pytest.importorskip("torch")
+    f = kiln.compile(SCALE, backend="cpu")
+    y = f(torch.arange(6, dtype=torch.float32).reshape(2, 3), torch.tensor(2.0))
+    back = torch.from_dlpack(y)  # the result's memory, no copy
+    assert back.data_ptr() == y.__array_interface__["data"][0]
+    assert back.tolist() == [6.0, 24.0]
+
+
+def test_dumps_and_kernels():
+    f = kiln.compile(SCALE, backend="cpu")
+    assert "func @main" in f.dump("kiln")
+    assert "define" in f.dump("llvm")
+    assert f.dump("asm")
+    assert f.kernels
+    with pytest.raises(kiln.KilnError, match="unknown stage"):
+        f.dump("bytecode")
+
+
+def test_errors_raise_kiln_errors_with_kilns_message():
+    with pytest.raises(kiln.KilnError, match=r"bad\.kiln:2:"):
+        kiln.compile(kiln.parse("func @main(%x: f32[2]) -> f32[2] {\n  %y = frobnicate %x\n  return %y\n}\n",
+                                "bad.kiln"))
+    f = kiln.compile(SCALE, backend="cpu")
+    with pytest.raises(kiln.KilnError, match=r"f64\[2,3\]"):
+        f(np.zeros((2, 3)), np.float32(1))  # float64 where f32 is wanted
+    with pytest.raises(kiln.KilnError, match="takes 2 inputs, got 1"):
+        f(np.zeros((2, 3), np.float32))
+    with pytest.raises(kiln.KilnError, match="unknown backend 'tpu'"):
+        kiln.compile(SCALE, backend="tpu")
+    with pytest.raises(kiln.KilnError, match="no_such_file.kiln"):
+        kiln.compile("no_such_file.kiln")
+    with pytest.raises(TypeError):
+        kiln.compile(42)
+
+
+def test_train_step_learns_and_checkpoints(tmp_path):
+    step = kiln.train_step(os.path.join(ROOT, "examples", "train", "mlp_classifier.kiln"),
+                           ["w1", "b1", "w2", "b2", "w3", "b3"], "adam", batch=64)
+    assert step.data_names == ["x", "y"]
+    rng = np.random.default_rng(0)
+    step.params = {name: (0.3 * rng.standard_normal(value.shape)).astype(np.float32)
+                   for name, value in step.params.items()}
+    losses = []
+    for _ in range(60):
+        x = rng.uniform(-1, 1, (64, 2)).astype(np.float32)
+        y = (x.sum(axis=1) > 0).astype(np.int32)
+        loss, (accuracy,) = step(x, y, lr=0.01)
+        losses.append(loss)
+    assert losses[-1] < losses[0] / 3, losses
+    assert step.step_count == 60
+    step.save(tmp_path / "ckpt")
+    again = kiln.train_step(os.path.join(ROOT, "examples", "train", "mlp_classifier.kiln"),
+                            ["w1", "b1", "w2", "b2", "w3", "b3"], "adam", batch=64)
+    again.load(tmp_path / "ckpt")
+    for name, value in step.params.items():
+        np.testing.assert_array_equal(again.params[name], value)
+    with pytest.raises(kiln.KilnError, match="no value for parameter"):
+        again.params = {"w1": np.zeros((2, 64), np.float32)}
+
+
+def test_version():
+    assert kiln.__version__ == kiln.version() and kiln.__version__.count(".") == 2
