@@ -1,5 +1,7 @@
 // compile() and CompiledFunction: the public face of Executable (and of the interpreter).
+#include <cstring>
 #include <memory>
+#include <string>
 
 #include "api/function_lookup.h"
 #include "codegen/compile_stages.h"
@@ -52,6 +54,19 @@ Backend CompiledFunction::backend() const { return impl_->backend; }
 Expected<std::vector<Tensor>> CompiledFunction::run(const std::vector<Tensor>& inputs) const {
   if (!impl_->executable) return interpret(*impl_->function, inputs);
   return impl_->executable->run(inputs);
+}
+
+Expected<std::vector<Tensor>> CompiledFunction::run(std::span<const TensorView> inputs) const {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].data && inputs[i].byteSize() > 0) return Error("input " + std::to_string(i) + " has no data");
+  if (impl_->executable) return impl_->executable->run(inputs);
+  std::vector<Tensor> copies;  // the interpreter computes on tensors of its own
+  for (const TensorView& v : inputs) {
+    Tensor t(v.type);
+    if (t.byteSize() > 0) std::memcpy(t.data(), v.data, t.byteSize());
+    copies.push_back(std::move(t));
+  }
+  return interpret(*impl_->function, copies);
 }
 
 Expected<std::vector<DeviceTensor>> CompiledFunction::run(const std::vector<DeviceTensor>& inputs) const {

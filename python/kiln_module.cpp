@@ -1,7 +1,7 @@
 // kiln._kiln: the native half of the Python module, over the public C++ API (include/kiln/), with
 // nanobind. Arrays cross as DLPack-described buffers: an input is any C-contiguous CPU array (NumPy,
-// or PyTorch and JAX through DLPack), copied once into a kiln tensor; results are NumPy arrays over
-// kiln's own tensors, handed over without a copy. NumPy has no bfloat16, so bf16 crosses as f32
+// or PyTorch and JAX through DLPack), which a call reads in place (the CPU backend: no copy);
+// results are NumPy arrays over kiln's own tensors, handed over without a copy. NumPy has no bfloat16, so bf16 crosses as f32
 // (rounded on the way in, exact on the way out). python/kiln/__init__.py is the Python half.
 #include <kiln/kiln.h>
 #include <nanobind/nanobind.h>
@@ -11,7 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
-#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,26 +58,42 @@ kiln::DType kilnType(const Array& a, size_t position) {
                       std::to_string(a.dtype().code) + ", " + std::to_string(a.dtype().bits) + " bits)");
 }
 
-// A kiln tensor with the array's type and a copy of its elements; an f32 array where bf16 is
-// `wanted` is rounded to bf16.
-kiln::Tensor toTensor(const Array& a, size_t position, std::optional<kiln::DType> wanted) {
+// The array's kiln type.
+kiln::TensorType typeOf(const Array& a, size_t position) {
   kiln::TensorType type{kilnType(a, position), {}};
   for (size_t d = 0; d < a.ndim(); ++d) type.shape.push_back(static_cast<int64_t>(a.shape(d)));
-  kiln::Tensor t(type);
-  if (t.byteSize() > 0) std::memcpy(t.data(), a.data(), t.byteSize());
-  if (wanted != kiln::DType::BF16 || type.dtype != kiln::DType::F32) return t;
-  kiln::Tensor rounded({kiln::DType::BF16, type.shape});
-  for (int64_t i = 0; i < t.numElements(); ++i) rounded.setDouble(i, t.getDouble(i));
-  return rounded;
+  return type;
 }
 
-// `arrays` as tensors for `params` (their types; empty: as they are).
-std::vector<kiln::Tensor> toTensors(const std::vector<Array>& arrays, const std::vector<kiln::ValueInfo>& params = {}) {
-  std::vector<kiln::Tensor> tensors;
+// `arrays` as kiln sees them, for `params` (their types; empty: as they are): views of the arrays'
+// own memory, except where an f32 array stands for a bf16 parameter, which is rounded into a
+// tensor of `converted` (so the views must not outlive it).
+std::vector<kiln::TensorView> toViews(const std::vector<Array>& arrays, const std::vector<kiln::ValueInfo>& params,
+                                      std::vector<kiln::Tensor>& converted) {
+  converted.reserve(arrays.size());  // views point into it: no reallocation
+  std::vector<kiln::TensorView> views;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    std::optional<kiln::DType> wanted;
-    if (i < params.size()) wanted = params[i].type.dtype;
-    tensors.push_back(toTensor(arrays[i], i, wanted));
+    kiln::TensorView view(typeOf(arrays[i], i), arrays[i].data());
+    if (i < params.size() && params[i].type.dtype == kiln::DType::BF16 && view.type.dtype == kiln::DType::F32) {
+      kiln::Tensor rounded({kiln::DType::BF16, view.type.shape});
+      const float* from = static_cast<const float*>(view.data);
+      for (int64_t k = 0; k < rounded.numElements(); ++k) rounded.setDouble(k, from[k]);
+      converted.push_back(std::move(rounded));
+      view = converted.back();
+    }
+    views.push_back(view);
+  }
+  return views;
+}
+
+// Tensors holding copies of `arrays` (for calls that keep their inputs: the interpreter's, a
+// training step's), converted for `params` as toViews does.
+std::vector<kiln::Tensor> toTensors(const std::vector<Array>& arrays, const std::vector<kiln::ValueInfo>& params = {}) {
+  std::vector<kiln::Tensor> converted, tensors;
+  for (const kiln::TensorView& v : toViews(arrays, params, converted)) {
+    kiln::Tensor t(v.type);
+    if (t.byteSize() > 0) std::memcpy(t.data(), v.data, t.byteSize());
+    tensors.push_back(std::move(t));
   }
   return tensors;
 }
@@ -154,10 +170,11 @@ NB_MODULE(_kiln, m) {
 
   nb::class_<kiln::CompiledFunction>(m, "CompiledFunction")
       .def("run", [](const kiln::CompiledFunction& f, const std::vector<Array>& inputs) {
-             std::vector<kiln::Tensor> tensors = toTensors(inputs, f.signature().params);
+             std::vector<kiln::Tensor> converted;
+             std::vector<kiln::TensorView> views = toViews(inputs, f.signature().params, converted);
              kiln::Expected<std::vector<kiln::Tensor>> results = [&] {
                nb::gil_scoped_release released;  // other Python threads run meanwhile
-               return f.run(tensors);
+               return f.run(std::span<const kiln::TensorView>(views));
              }();
              return toArrays(take(std::move(results)));
            }, nb::arg("inputs"))

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -126,6 +127,8 @@ class Executable {
   // results. Run-time errors (a gather index out of range, an integer division by zero, ...) name
   // the op and its source location, as the interpreter's do.
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const ExecuteOptions& options = {}) const;
+  // The same on inputs in memory the caller owns: the CPU reads them in place, cuda copies them in.
+  Expected<std::vector<Tensor>> run(std::span<const TensorView> inputs, const ExecuteOptions& options = {}) const;
   // Target::Cuda only: inputs already on the GPU, results left there (new device tensors). Runs
   // on one executable are serialised; returns when the results are computed.
   Expected<std::vector<DeviceTensor>> runOnDevice(const std::vector<DeviceTensor>& inputs,

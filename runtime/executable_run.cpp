@@ -95,15 +95,15 @@ class ExecutionContext {
   // A run that failed part way still waits for the reductions it started: they write its arena.
   ~ExecutionContext() { (void)await(inFlight_.takeAll()); }
 
-  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) {
+  Expected<std::vector<Tensor>> run(std::span<const TensorView> inputs) {
     const Function& f = *exe_.function_;
     std::vector<Value*> params = f.params();
     std::vector<TensorType> types;
-    for (const Tensor& t : inputs) types.push_back(t.type());
+    for (const TensorView& t : inputs) types.push_back(t.type);
     KILN_TRY(checkInputTypes(f, types));
     for (size_t i = 0; i < params.size(); ++i) {
       // Kernels never write their inputs, so parameters use the caller's memory directly.
-      borrow(params[i], static_cast<const uint8_t*>(inputs[i].data()));
+      borrow(params[i], static_cast<const uint8_t*>(inputs[i].data));
     }
     auto start = std::chrono::steady_clock::now();
     KILN_TRY(runPlan(*exe_.plan_));
@@ -300,6 +300,10 @@ class ExecutionContext {
 };
 
 Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) const {
+  return run(std::span<const TensorView>(viewsOf(inputs)), options);
+}
+
+Expected<std::vector<Tensor>> Executable::run(std::span<const TensorView> inputs, const ExecuteOptions& options) const {
 #if KILN_HAVE_CUDA
   if (cuda_) return cuda_->run(inputs, options);
 #endif

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ class CompiledFunction {
   // be made from several threads at once. Run-time errors (a gather index out of range) name
   // the op and its source location.
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+  // The same on inputs in memory the caller owns (NumPy arrays': kiln's Python module), which the
+  // CPU reads in place, without a copy.
+  Expected<std::vector<Tensor>> run(std::span<const TensorView> inputs) const;
   // cuda: inputs already on the GPU, results left there.
   Expected<std::vector<DeviceTensor>> run(const std::vector<DeviceTensor>& inputs) const;
   // The kernels a run launches, in order (empty on the interpreter).

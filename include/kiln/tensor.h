@@ -61,4 +61,23 @@ class Tensor {
   std::vector<uint8_t> bytes_;
 };
 
+// A tensor in memory kiln does not own (a NumPy array's, a framework's): its type and its dense
+// row-major bytes, which must stay alive and unchanged while a run reads them. Backends that can
+// read inputs in place (the CPU) do, so nothing is copied.
+struct TensorView {
+  TensorView() = default;
+  TensorView(TensorType type, const void* data) : type(std::move(type)), data(data) {}
+  TensorView(const Tensor& t) : type(t.type()), data(t.data()) {}  // NOLINT: implicit, a Tensor is viewable
+
+  size_t byteSize() const { return type.byteSize(); }
+
+  TensorType type;
+  const void* data = nullptr;
+};
+
+// Views of `tensors`, which must outlive them.
+inline std::vector<TensorView> viewsOf(const std::vector<Tensor>& tensors) {
+  return std::vector<TensorView>(tensors.begin(), tensors.end());
+}
+
 }  // namespace kiln

@@ -569,9 +569,9 @@ Status Program::joinReplicas(const Op& op, const ExecuteOptions& options) {
   return {};
 }
 
-Expected<std::vector<Tensor>> Program::run(const std::vector<Tensor>& inputs, const ExecuteOptions& options) {
+Expected<std::vector<Tensor>> Program::run(std::span<const TensorView> inputs, const ExecuteOptions& options) {
   std::vector<TensorType> types;
-  for (const Tensor& t : inputs) types.push_back(t.type());
+  for (const TensorView& t : inputs) types.push_back(t.type);
   KILN_TRY(checkInputTypes(function(), types));
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_TRY(device_->makeCurrent());
@@ -581,7 +581,7 @@ Expected<std::vector<Tensor>> Program::run(const std::vector<Tensor>& inputs, co
   for (size_t i = 0; i < ps.size(); ++i) {
     auto a = ownBuffer(ps[i], "input");
     if (!a) return a.error();
-    KILN_TRY(copyToDevice(*a, inputs[i].data(), inputs[i].byteSize(), stream_.get()));
+    KILN_TRY(copyToDevice(*a, inputs[i].data, inputs[i].byteSize(), stream_.get()));
     params.push_back(*a);
   }
   const Op& ret = *f.body().terminator();

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -54,7 +55,7 @@ class Program {
 
   // Host tensors in, host tensors out: inputs are copied into the program's own device buffers,
   // results copied back. Runs are serialised (one stream, one set of buffers).
-  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const ExecuteOptions& options);
+  Expected<std::vector<Tensor>> run(std::span<const TensorView> inputs, const ExecuteOptions& options);
   // Device tensors in and out: no host copies. Results are new device tensors.
   Expected<std::vector<DeviceTensor>> runOnDevice(const std::vector<DeviceTensor>& inputs,
                                                   const ExecuteOptions& options);

@@ -4,6 +4,7 @@
 #include <kiln/kiln.h>
 
 #include <cstdlib>
+#include <span>
 #include <string>
 
 namespace {
@@ -23,18 +24,27 @@ double maxDifference(const kiln::Tensor& a, const kiln::Tensor& b) {
 // True where the cuda backend can run here (a GPU, or the simulator ctest selects).
 bool cudaUsable() { return std::getenv("KILN_CUDA_DRIVER") != nullptr; }
 
+// Every backend that runs here: the interpreter, the CPU and, where usable, cuda.
+std::vector<kiln::Backend> backendsHere() {
+  std::vector<kiln::Backend> backends = {kiln::Backend::Interp, kiln::Backend::Cpu};
+  if (cudaUsable()) backends.push_back(kiln::Backend::Cuda);
+  return backends;
+}
+
+kiln::Expected<kiln::CompiledFunction> compileFor(const kiln::Graph& g, kiln::Backend backend) {
+  kiln::CompileOptions options;
+  options.backend = backend;
+  return kiln::compile(g, options);
+}
+
 TEST(ApiCompile, EveryBackendMatchesTheInterpreter) {
   kiln::Graph g = mlp();
   std::vector<kiln::Tensor> inputs = *g.randomInputs(5);
   auto expected = g.interpret(inputs);
   ASSERT_TRUE(expected);
-  std::vector<kiln::Backend> backends = {kiln::Backend::Interp, kiln::Backend::Cpu};
-  if (cudaUsable()) backends.push_back(kiln::Backend::Cuda);
-  for (kiln::Backend backend : backends) {
+  for (kiln::Backend backend : backendsHere()) {
     SCOPED_TRACE(std::string(kiln::backendName(backend)));
-    kiln::CompileOptions options;
-    options.backend = backend;
-    auto f = kiln::compile(g, options);
+    auto f = compileFor(g, backend);
     ASSERT_TRUE(f) << f.error().str();
     EXPECT_EQ(f->backend(), backend);
     EXPECT_EQ(f->signature().name, "main");
@@ -44,6 +54,26 @@ TEST(ApiCompile, EveryBackendMatchesTheInterpreter) {
     ASSERT_EQ(r->size(), 1u);
     EXPECT_LE(maxDifference((*r)[0], (*expected)[0]), 1e-5);
     EXPECT_EQ(f->kernels().empty(), backend == kiln::Backend::Interp);
+  }
+}
+
+TEST(ApiCompile, ViewsOfTheCallersMemoryRunLikeTensors) {
+  kiln::Graph g = mlp();
+  std::vector<kiln::Tensor> inputs = *g.randomInputs(6);
+  std::vector<kiln::TensorView> views = kiln::viewsOf(inputs);
+  for (kiln::Backend backend : backendsHere()) {
+    SCOPED_TRACE(std::string(kiln::backendName(backend)));
+    auto f = compileFor(g, backend);
+    ASSERT_TRUE(f) << f.error().str();
+    auto fromViews = f->run(std::span<const kiln::TensorView>(views));
+    auto fromTensors = f->run(inputs);
+    ASSERT_TRUE(fromViews && fromTensors) << (fromViews ? fromTensors.error().str() : fromViews.error().str());
+    EXPECT_TRUE((*fromViews)[0] == (*fromTensors)[0]);
+    views[1].data = nullptr;
+    auto missing = f->run(std::span<const kiln::TensorView>(views));
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().str().find("input 1 has no data"), std::string::npos) << missing.error().str();
+    views[1].data = inputs[1].data();
   }
 }
 

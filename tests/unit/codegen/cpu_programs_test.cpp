@@ -148,7 +148,7 @@ TEST(CpuPrograms, InputsAreCheckedLikeTheInterpreter) {
   auto r = (*exe)->run({Tensor({DType::F32, {2}}), Tensor({DType::F32, {784, 100}})});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message(), "input 1 (%w): expected f32[784,128], got f32[784,100]");
-  auto few = (*exe)->run({});
+  auto few = (*exe)->run(std::vector<Tensor>{});
   ASSERT_FALSE(few.ok());
   EXPECT_EQ(few.error().message(), "@main takes 2 inputs, got 0");
 }
