@@ -179,7 +179,7 @@ std::string errnoText(int err) { return std::strerror(err); }
 
 }  // namespace
 
-Expected<Tensor> decodeNpy(std::string_view bytes, const std::string& source) {
+Expected<NpyLayout> parseNpy(std::string_view bytes, const std::string& source) {
   const std::string src = source.empty() ? "<npy data>" : source;
   auto error = [&](const std::string& what) { return Error(src + ": " + what); };
 
@@ -219,13 +219,20 @@ Expected<Tensor> decodeNpy(std::string_view bytes, const std::string& source) {
     return error("truncated .npy data: " + what + " but the file has " + std::to_string(data.size()));
   if (data.size() > needed)
     return error(std::to_string(data.size() - needed) + " unexpected bytes after the .npy data (" + what + ")");
-  Tensor tensor(TensorType{header.dtype, header.shape});
-  KILN_INTERNAL_CHECK(tensor.byteSize() == needed, "npy: tensor size disagrees with the header");
-  if (tensor.byteSize()) std::memcpy(tensor.data(), data.data(), tensor.byteSize());
-  if (header.dtype == DType::Bool) {  // any nonzero byte is True; kiln's bools are 0 or 1
-    auto* p = static_cast<uint8_t*>(tensor.data());
-    for (size_t k = 0; k < tensor.byteSize(); ++k) p[k] = p[k] != 0;
-  }
+  return NpyLayout{TensorType{header.dtype, header.shape}, headerStart + headerLength};
+}
+
+void normalizeBools(void* data, size_t bytes) {
+  auto* p = static_cast<uint8_t*>(data);
+  for (size_t k = 0; k < bytes; ++k) p[k] = p[k] != 0;
+}
+
+Expected<Tensor> decodeNpy(std::string_view bytes, const std::string& source) {
+  auto layout = parseNpy(bytes, source);
+  if (!layout) return layout.error();
+  Tensor tensor(layout->type);
+  if (tensor.byteSize()) std::memcpy(tensor.data(), bytes.data() + layout->dataOffset, tensor.byteSize());
+  if (tensor.dtype() == DType::Bool) normalizeBools(tensor.data(), tensor.byteSize());
   return tensor;
 }
 

@@ -14,6 +14,15 @@ namespace kiln {
 
 // Decodes .npy bytes; `source` names them in errors (usually the path).
 Expected<Tensor> decodeNpy(std::string_view bytes, const std::string& source);
+// What .npy bytes hold, checked as decodeNpy checks them (the data's size included), without
+// reading the data: its type and where it starts (for a memory-mapped file).
+struct NpyLayout {
+  TensorType type;
+  size_t dataOffset = 0;
+};
+Expected<NpyLayout> parseNpy(std::string_view bytes, const std::string& source);
+// NumPy stores any nonzero byte as True; kiln's bools are 0 or 1.
+void normalizeBools(void* data, size_t bytes);
 // Encodes as .npy (version 1.0, or 2.0 when the header needs it).
 std::string encodeNpy(const Tensor& tensor);
 

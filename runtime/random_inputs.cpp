@@ -4,22 +4,15 @@
 
 #include <algorithm>
 
-namespace kiln {
+#include "ir/splitmix64.h"
 
-namespace {
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-}  // namespace
+namespace kiln {
 
 Tensor randomTensor(const TensorType& type, uint64_t seed, int64_t intBound) {
   Tensor t(type);
-  uint64_t state = seed;
+  SplitMix64 rng{seed};
   for (int64_t i = 0; i < t.numElements(); ++i) {
-    uint64_t r = splitmix64(state);
+    uint64_t r = rng.next();
     if (type.dtype == DType::Bool) {
       t.setInt(i, static_cast<int64_t>(r >> 63));
     } else if (isInt(type.dtype)) {
@@ -55,8 +48,10 @@ std::vector<Tensor> randomInputs(const Function& function, uint64_t seed) {
   std::vector<Tensor> inputs;
   std::vector<Value*> params = function.params();
   for (size_t i = 0; i < params.size(); ++i) {
-    uint64_t mixed = seed;
-    mixed ^= splitmix64(mixed) + i;  // decorrelate parameters that share a seed
+    // Decorrelates parameters that share a seed: the stream's next state, xor its output + i.
+    SplitMix64 stream{seed};
+    uint64_t output = stream.next();
+    uint64_t mixed = stream.state ^ (output + i);
     inputs.push_back(randomTensor(params[i]->type(), mixed, integerInputBound(*params[i])));
   }
   return inputs;

@@ -3,16 +3,19 @@
 // atomic checkpoints that a later run resumes exactly.
 #include <fmt/format.h>
 
+#include <glob.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "ir/npy.h"
 #include "ir/printer.h"
 #include "runtime/backend.h"
 #include "runtime/collectives/communicator.h"
+#include "runtime/input_pipeline.h"
 #include "runtime/train_session.h"
 #include "tools/cli.h"
 #include "tools/inputs.h"
@@ -101,6 +104,31 @@ Status broadcastFromRankZero(collectives::Communicator& comm, std::vector<Tensor
 // Testing hook for failure handling (docs/training.md): KILN_TRAIN_FAULT=exit:RANK:STEP makes that
 // rank exit abruptly before that step, as a crashed machine would; stall:RANK:STEP makes it hang
 // there, as a wedged one would, until the others' collective deadline ends the job.
+// --data NAME=PATTERN: the shards a glob pattern matches (`x_*.npy`), in sorted order, or the one path.
+Expected<std::vector<std::string>> expandShards(const std::string& path) {
+  if (path.find_first_of("*?[") == std::string::npos) return std::vector<std::string>{path};
+  glob_t matches{};
+  int status = ::glob(path.c_str(), GLOB_ERR, nullptr, &matches);
+  std::vector<std::string> shards(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
+  ::globfree(&matches);
+  if (status == GLOB_NOMATCH || shards.empty()) return Error("no file matches the pattern");
+  if (status != 0) return Error("cannot list the files the pattern matches");
+  std::sort(shards.begin(), shards.end());
+  return shards;
+}
+
+// Tests: KILN_TRAIN_INPUT_FAULT=STEP makes the input pipeline's producer fail on step STEP's batch
+// (1-based), as a read error would, to check that training stops there with the message.
+std::function<Status(int64_t)> inputFaultForTests() {
+  const char* spec = std::getenv("KILN_TRAIN_INPUT_FAULT");
+  if (!spec) return nullptr;
+  long long faultStep = std::atoll(spec);
+  return [faultStep](int64_t update) -> Status {
+    if (update + 1 != faultStep) return {};
+    return Error("KILN_TRAIN_INPUT_FAULT: the producer failed reading the batch");
+  };
+}
+
 void maybeInjectFault(int rank, int64_t step) {
   const char* spec = std::getenv("KILN_TRAIN_FAULT");
   char kind[8] = {};
@@ -132,6 +160,8 @@ int run(const Command& c, const Args& args) {
   if (!accumulate || *accumulate < 1) return usageError(c, "--accumulate takes a positive number of micro-batches");
   auto seed = parseInteger<uint64_t>(args.get("--seed").value_or("0"));
   if (!seed) return usageError(c, "--seed takes a non-negative integer");
+  auto prefetch = parseInteger<int64_t>(args.get("--prefetch").value_or("2"));
+  if (!prefetch || *prefetch < 1) return usageError(c, "--prefetch takes a positive number of batches");
   double lr = 0;
   try {
     size_t used = 0;
@@ -210,9 +240,10 @@ int run(const Command& c, const Args& args) {
                         t->type().str()));
     init.push_back(std::move(*t));
   }
-  // Data arrays in the order of f's data parameters; each must match its parameter but in axis 0.
-  std::vector<std::string> dataNames;
-  std::vector<Tensor> arrays;
+  // Data inputs in the order of f's data parameters, each one or more .npy shards streamed through
+  // the input pipeline; each must match its parameter but in axis 0.
+  std::vector<InputSource> sources;
+  std::vector<const Value*> dataParams;
   for (const NamedPath& d : *data) {
     const Value* v = findParam(d.name);
     if (!v) return fail(Error("--data: @" + f.name() + " has no parameter %" + d.name));
@@ -224,21 +255,28 @@ int run(const Command& c, const Args& args) {
     auto it = std::find_if(data->begin(), data->end(), [&](const NamedPath& d) { return d.name == v->name(); });
     if (it == data->end())
       return fail(Error("%" + v->name() + " is neither trained (--params) nor given data (--data NAME=PATH.npy)"));
-    auto t = readNpy(it->path);
-    if (!t) return fail(t.error());
-    TensorType want = v->type(), got = t->type();
-    if (got.rank() > 0) want.shape[0] = got.shape[0];
-    if (want.rank() == 0 || got != want)
-      return fail(Error("--data " + v->name() + "=" + it->path + ": %" + v->name() + " is " + v->type().str() +
-                        " (axis 0 is the batch), the file holds " + got.str()));
-    dataNames.push_back(v->name());
-    arrays.push_back(std::move(*t));
+    auto shards = expandShards(it->path);
+    if (!shards) return fail(Error("--data " + v->name() + "=" + it->path + ": " + shards.error().message()));
+    sources.push_back({v->name(), std::move(*shards)});
+    dataParams.push_back(v);
   }
-  auto dataset = Dataset::create(dataNames, std::move(arrays));
-  if (!dataset) return fail(dataset.error());
-  if (*batch > dataset->length())
+  auto pipeline = InputPipeline::open(sources);
+  if (!pipeline) return fail(pipeline.error());
+  InputPipeline& input = **pipeline;
+  for (size_t k = 0; k < dataParams.size(); ++k) {
+    const Value* v = dataParams[k];
+    TensorType want = v->type(), got = input.types()[k];
+    if (want.rank() > 0) want.shape[0] = got.shape[0];
+    if (want.rank() == 0 || got != want) {
+      auto it = std::find_if(data->begin(), data->end(), [&](const NamedPath& d) { return d.name == v->name(); });
+      return fail(Error("--data " + v->name() + "=" + it->path + ": %" + v->name() + " is " + v->type().str() +
+                        " (axis 0 is the batch), the " + (sources[k].shards.size() > 1 ? "files hold " : "file holds ") +
+                        got.str()));
+    }
+  }
+  if (*batch > input.length())
     return fail(Error("--batch " + std::to_string(*batch) + " is larger than the dataset (" +
-                      std::to_string(dataset->length()) + " samples)"));
+                      std::to_string(input.length()) + " samples)"));
 
   auto trainer = TrainStep::create(f, options);
   if (!trainer) return fail(trainer.error());
@@ -272,24 +310,39 @@ int run(const Command& c, const Args& args) {
   if (leader)
     fmt::print("training {} parameters of @{} with {} (lr {}) on {}: {} samples, batch {}{}{}, steps {}..{}\n",
                options.spec.params.size(), f.name(), passes::optimizerName(optimizer->kind), lr, backendName(t.backend()),
-               dataset->length(), *batch,
+               input.length(), *batch,
                replicas > 1 ? fmt::format(" over {} replicas ({} each)", replicas, *batch / replicas) : "",
                *accumulate > 1 ? fmt::format(" ({} x {})", *accumulate, *batch / replicas / *accumulate) : "", first, last);
   std::fflush(stdout);
   int rank = comm.rank();
-  std::vector<Tensor> next = dataset->batch(first - 1, *batch, *seed, rank, replicas);
+  InputPipelineOptions inputOptions;
+  inputOptions.batch = *batch;
+  inputOptions.seed = *seed;
+  inputOptions.shard = rank;
+  inputOptions.shards = replicas;
+  inputOptions.firstStep = first - 1;
+  inputOptions.steps = *steps;
+  inputOptions.depth = static_cast<size_t>(*prefetch);
+  inputOptions.fault = inputFaultForTests();
+  KILN_TRY_OR_FAIL(input.start(std::move(inputOptions)));
+  double nextWait = 0;
+  auto next = input.next(&nextWait);
   for (int64_t step = first; step <= last; ++step) {
     maybeInjectFault(rank, step);
-    std::vector<Tensor> current = std::move(next);
+    if (!next) return fail(next.error());  // a bad batch ends training before the step: no checkpoint is written
+    std::vector<Tensor> current = std::move(*next);
+    double wait = nextWait;
     if (step < last) {
-      next = dataset->batch(step, *batch, *seed, rank, replicas);
-      if (Status s = t.prefetch(next); !s.ok()) return fail(s.error());  // overlaps this step on CUDA
+      next = input.next(&nextWait);
+      // On CUDA the next batch's copy to the device overlaps this step.
+      if (next) KILN_TRY_OR_FAIL(t.prefetch(*next));
+      wait += nextWait;  // the time this step's loop spent waiting for input
     }
     auto r = t.step(current, static_cast<float>(lr));
     if (!r) return fail(r.error().message().find("rank") == std::string::npos
                             ? Error("rank " + std::to_string(rank) + ": " + r.error().message(), r.error().loc())
                             : r.error());
-    if (leader) report.record(step, r->loss, r->metrics);
+    if (leader) report.record(step, r->loss, r->metrics, wait);
   }
   if (leader) report.finish();
   if (replicas > 1) {  // no silently diverged replicas: compare every rank's parameters with rank 0's
@@ -322,7 +375,10 @@ Command trainCommand() {
             "The entry function takes parameters and data and returns a scalar loss first (then scalar\n"
             "metrics, e.g. accuracy). Each step runs forward, gradient and optimizer update as one compiled\n"
             "function on a batch of B samples: each --data array is cut along axis 0 and shuffled per epoch\n"
-            "with --seed (a last partial batch is dropped). Axis 0 of every data parameter is the batch, so\n"
+            "with --seed (a last partial batch is dropped). The arrays (one .npy file each, or shards a glob\n"
+            "pattern names, concatenated) are memory-mapped and batched on a background thread, --prefetch\n"
+            "batches ahead of the step; the summary says how long the steps waited for input. Axis 0 of every\n"
+            "data parameter is the batch, so\n"
             "the batch size written in FILE is only a default. Parameters without INIT start Glorot-uniform\n"
             "(rank >= 2) or zero (biases). --steps counts this run's updates; --resume DIR continues from a\n"
             "checkpoint's step count, parameters and optimizer state exactly. Under `mpirun -np N` (or with\n"
@@ -330,8 +386,9 @@ Command trainCommand() {
             "takes batch / N samples of every global batch, gradients are averaged across ranks before each\n"
             "update, and rank 0 alone prints, logs and saves. See docs/training.md.",
             {{"--params", "LIST", "parameters to train, NAME or NAME=INIT.npy, comma-separated"},
-             {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples)"},
+             {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples); a glob pattern (x_*.npy) names shards"},
              {"--batch", "B", "samples per update"},
+             {"--prefetch", "N", "batches the input pipeline reads ahead on its own thread (default 2)"},
              {"--steps", "N", "updates to run"},
              {"--optimizer", "NAME", "sgd (default), momentum, nesterov, adam or adamw"},
              {"--lr", "LR", "learning rate"},

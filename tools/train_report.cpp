@@ -19,7 +19,7 @@ Status TrainReport::openLog(const std::string& path) {
   if (!log_) return Error("cannot write --log " + path);
   fmt::print(log_, "step,loss");
   for (const std::string& m : metricNames_) fmt::print(log_, ",{}", m);
-  fmt::print(log_, ",samples_per_s,elapsed_s\n");
+  fmt::print(log_, ",samples_per_s,elapsed_s,input_wait_ms\n");
   return Status();
 }
 
@@ -31,16 +31,16 @@ std::string TrainReport::line(const StepRecord& r) const {
   return s;
 }
 
-void TrainReport::record(int64_t step, double loss, const std::vector<double>& metrics) {
+void TrainReport::record(int64_t step, double loss, const std::vector<double>& metrics, double inputWaitMilliseconds) {
   auto now = std::chrono::steady_clock::now();
   double elapsed = std::chrono::duration<double>(now - start_).count();
   double rate = elapsed > 0 ? static_cast<double>((step - firstStep_ + 1) * batch_) / elapsed : 0;
-  records_.push_back({step, loss, metrics, rate, elapsed});
+  records_.push_back({step, loss, metrics, rate, elapsed, inputWaitMilliseconds});
   const StepRecord& r = records_.back();
   if (log_) {
     fmt::print(log_, "{},{:.9g}", step, loss);
     for (double m : metrics) fmt::print(log_, ",{:.9g}", m);
-    fmt::print(log_, ",{:.1f},{:.3f}\n", rate, elapsed);
+    fmt::print(log_, ",{:.1f},{:.3f},{:.3f}\n", rate, elapsed, inputWaitMilliseconds);
   }
   bool last = step == lastStep_;
   if (tty_) {
@@ -58,6 +58,17 @@ void TrainReport::record(int64_t step, double loss, const std::vector<double>& m
 
 void TrainReport::finish() {
   if (printedInPlace_) fmt::print("\n");
+  // The first step waits for the pipeline to fill; after it, a producer that keeps up waits never.
+  double total = 0, worst = 0, afterFirst = 0;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    total += records_[i].inputWaitMilliseconds;
+    worst = std::max(worst, records_[i].inputWaitMilliseconds);
+    if (i > 0) afterFirst += records_[i].inputWaitMilliseconds;
+  }
+  if (!records_.empty())
+    fmt::print("input: the steps waited {:.1f} ms for their batches in all (the first {:.1f} ms, the rest {:.1f} ms, "
+               "at most {:.1f} ms)\n",
+               total, records_[0].inputWaitMilliseconds, afterFirst, worst);
   if (log_) std::fclose(log_);
   log_ = nullptr;
 }

@@ -18,6 +18,7 @@ struct StepRecord {
   std::vector<double> metrics;
   double samplesPerSecond;
   double elapsedSeconds;
+  double inputWaitMilliseconds;  // how long the step waited for its batch (runtime/input_pipeline.h)
 };
 
 class TrainReport {
@@ -26,8 +27,8 @@ class TrainReport {
   TrainReport(std::vector<std::string> metricNames, int64_t firstStep, int64_t lastStep, int64_t batch);
   Status openLog(const std::string& path);
   // Records a finished step: CSV row, progress line (on a terminal at most ~10 times a second).
-  void record(int64_t step, double loss, const std::vector<double>& metrics);
-  // Ends the progress line and prints the final summary.
+  void record(int64_t step, double loss, const std::vector<double>& metrics, double inputWaitMilliseconds);
+  // Ends the progress line and prints the final summary (the input wait over all steps).
   void finish();
   const std::vector<StepRecord>& records() const { return records_; }
 
