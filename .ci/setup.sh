@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what kiln needs to build and test on a fresh Debian 12 machine: LLVM 19 (the shared
 # library, NVPTX target, FileCheck and lit), fmt, GoogleTest, CMake, Ninja, Open MPI (data-parallel
-# ranks), oneDNN (the CPU backend's matmuls), NumPy for the differential tests, and onnx and onnxruntime for the model zoo. Safe to run
+# ranks), oneDNN (the CPU backend's matmuls), NumPy for the differential tests, onnx and onnxruntime
+# for the model zoo, and Python's headers, nanobind and pytest for the Python module. Safe to run
 # again; needs root or sudo for apt-get.
 set -euo pipefail
 
-packages=(build-essential cmake ninja-build python3 python3-pip
+packages=(build-essential cmake ninja-build python3 python3-pip python3-dev
           llvm-19-dev llvm-19-tools libfmt-dev libgtest-dev
           libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
           libopenmpi-dev openmpi-bin gnuplot-nox libdnnl-dev)

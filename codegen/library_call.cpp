@@ -293,8 +293,9 @@ bool hasLibraryOp(const KernelGroup& group) {
 }
 
 // The same rules on both targets, with the library named: cuBLASLt and cuDNN on the GPU; oneDNN on
-// the CPU, for f32 only (the generated kernels compute other types as kiln specifies: f16/bf16
-// through f32, f64 accumulating in f64).
+// the CPU, for f32 matmuls and convolutions and bf16 matmuls (the generated kernels compute the
+// other types as kiln specifies: f16 through f32, f64 accumulating in f64). Where oneDNN cannot
+// make a bf16 matmul on this CPU, the runtime runs the generated kernel instead.
 LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   std::vector<const Op*> heroes;
   for (const Op* op : group.ops)
@@ -315,8 +316,11 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   }
   if (!cpu || std::holds_alternative<GeneratedKernel>(call)) return call;
 #if KILN_HAVE_ONEDNN
-  if (DType dtype = hero.result()->type().dtype; dtype != DType::F32)
-    return GeneratedKernel{std::string(dtypeName(dtype)) + " " + std::string(hero.name()) + ": kiln calls oneDNN for f32 only"};
+  DType dtype = hero.result()->type().dtype;
+  bool bf16Matmul = dtype == DType::BF16 && hero.kind() == OpKind::Matmul;
+  if (dtype != DType::F32 && !bf16Matmul)
+    return GeneratedKernel{std::string(dtypeName(dtype)) + " " + std::string(hero.name()) +
+                           ": kiln calls oneDNN for f32, and bf16 matmuls, only"};
   return call;
 #else
   return GeneratedKernel{std::string(hero.name()) + ": kiln was built without oneDNN (install libdnnl-dev and rebuild)"};

@@ -48,18 +48,18 @@ const Engine& engine() {
 // A descriptor of `batch` matrices rows x cols, `batchStride` elements apart (0: one matrix
 // broadcast over the batch); 2-d when the call has no batch. Row-major, or column-major where the
 // buffer holds the matrix transposed (a MatmulCall's transposeA/transposeB).
-dnnl_memory_desc_t matrixDesc(int64_t batch, int64_t rows, int64_t cols, int64_t batchStride, bool batched,
-                              bool transposed = false) {
+dnnl_memory_desc_t matrixDesc(dnnl_data_type_t type, int64_t batch, int64_t rows, int64_t cols, int64_t batchStride,
+                              bool batched, bool transposed = false) {
   dnnl_memory_desc_t md;
   int64_t rowStride = transposed ? 1 : cols, colStride = transposed ? rows : 1;
   if (batched) {
     dnnl_dims_t dims = {batchStride == 0 ? 1 : batch, rows, cols};
     dnnl_dims_t strides = {batchStride == 0 ? rows * cols : batchStride, rowStride, colStride};
-    dnnl_memory_desc_init_by_strides(&md, 3, dims, dnnl_f32, strides);
+    dnnl_memory_desc_init_by_strides(&md, 3, dims, type, strides);
   } else {
     dnnl_dims_t dims = {rows, cols};
     dnnl_dims_t strides = {rowStride, colStride};
-    dnnl_memory_desc_init_by_strides(&md, 2, dims, dnnl_f32, strides);
+    dnnl_memory_desc_init_by_strides(&md, 2, dims, type, strides);
   }
   return md;
 }
@@ -262,12 +262,16 @@ struct OnednnCall::State {
   }
 
   Status matmul(const codegen::MatmulCall& call) {
-    if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 matmuls only");
+    // bf16: oneDNN multiplies in f32 (exact for bf16 products), sums in f32 and rounds the result
+    // to bf16 once, after the epilogue, as cuBLASLt does on the GPU.
+    if (call.dtype != DType::F32 && call.dtype != DType::BF16)
+      return Error("oneDNN: kiln calls it for f32 and bf16 matmuls only");
+    dnnl_data_type_t type = call.dtype == DType::BF16 ? dnnl_bf16 : dnnl_f32;
     bool batched = call.batch > 1;
-    dnnl_memory_desc_t a = matrixDesc(call.batch, call.m, call.k, call.batchStrideA, batched, call.transposeA);
-    dnnl_memory_desc_t b = matrixDesc(call.batch, call.k, call.n, call.batchStrideB, batched, call.transposeB);
-    dnnl_memory_desc_t c = matrixDesc(call.batch, call.m, call.n, call.m * call.n, batched);
-    dnnl_memory_desc_t bias = matrixDesc(1, 1, call.n, 0, batched);
+    dnnl_memory_desc_t a = matrixDesc(type, call.batch, call.m, call.k, call.batchStrideA, batched, call.transposeA);
+    dnnl_memory_desc_t b = matrixDesc(type, call.batch, call.k, call.n, call.batchStrideB, batched, call.transposeB);
+    dnnl_memory_desc_t c = matrixDesc(type, call.batch, call.m, call.n, call.m * call.n, batched);
+    dnnl_memory_desc_t bias = matrixDesc(type, 1, 1, call.n, 0, batched);
     using E = codegen::MatmulEpilogue;
     dnnl_alg_kind_t activation = call.epilogue == E::Relu || call.epilogue == E::BiasRelu   ? dnnl_eltwise_relu
                                  : call.epilogue == E::Gelu || call.epilogue == E::BiasGelu ? dnnl_eltwise_gelu_tanh
@@ -280,7 +284,7 @@ struct OnednnCall::State {
       // they are packed into it once, here, instead of on every call.
       dnnl_memory_desc_t bAny;
       dnnl_dims_t dims = {call.k, call.n};
-      KILN_DNNL(dnnl_memory_desc_init_by_tag, &bAny, 2, dims, dnnl_f32, dnnl_format_tag_any);
+      KILN_DNNL(dnnl_memory_desc_init_by_tag, &bAny, 2, dims, type, dnnl_format_tag_any);
       KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, &bAny, call.bias >= 0 ? &bias : nullptr, &c);
       return addWithLayouts(&desc, PostOps(activation), {{DNNL_ARG_WEIGHTS, dnnl_query_weights_md, b, call.b, false}},
                             std::move(args));
