@@ -790,6 +790,73 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
   }
 }
 
+void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item) {
+  const Shape& shape = tile.shape;
+  const size_t rank = shape.size();
+  const int64_t n = shape[rank - 1], k = tile.k;
+  const Value* a = tile.matmul->operand(0);
+  const Value* c = tile.matmul->operand(1);
+  const Shape batch(shape.begin(), shape.end() - 2);
+  const Shape& as = a->type().shape;
+  const Shape& bs = c->type().shape;
+  const Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
+  Shape grid(shape.begin(), shape.end() - 1);
+  grid.push_back((n + kCpuMatmulColumns - 1) / kCpuMatmulColumns);
+  const Index where = delinearize(item, grid);
+  const Index batchIndex(where.begin(), where.end() - 2);
+  llvm::Value* row = where[rank - 2];
+  llvm::Value* first = b.CreateMul(where[rank - 1], i64(kCpuMatmulColumns), "column.first", true, true);
+  llvm::Value* left = b.CreateSub(i64(n), first);
+  llvm::Value* count = b.CreateSelect(b.CreateICmpSLT(left, i64(kCpuMatmulColumns)), left, i64(kCpuMatmulColumns));
+  // Element (r, col) of operand i's matrix, read where it is stored (transposed: at (col, r)).
+  auto element = [&](size_t i, const Shape& operandBatch, llvm::Value* r, llvm::Value* col) {
+    const Value* stored = tile.stored[i];
+    const Shape& storedShape = stored->type().shape;
+    Index index = broadcastIndex(batchIndex, operandBatch, batch);
+    index.push_back(tile.transposed[i] ? col : r);
+    index.push_back(tile.transposed[i] ? r : col);
+    llvm::Value* buffer = buffers_[static_cast<size_t>(inputIndex_.at(stored))];
+    llvm::Type* storage = storageType(stored->type().dtype);
+    llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffer, linearize(index, storedShape));
+    return fromStorage(b.CreateLoad(storage, ptr), stored->type().dtype);
+  };
+  const bool ints = isInt(a->type().dtype);
+  DType at = a->type().dtype, ct = c->type().dtype;
+  llvm::Type* accType = ints ? b.getInt64Ty() : b.getDoubleTy();
+  auto widen = [&](llvm::Value* v, DType t) { return ints ? toI64(v, t) : toDouble(v); };
+  // The accumulators, in the kernel's entry block (a fixed stack slot), zeroed.
+  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
+  llvm::IRBuilder<> atEntry(&entry, entry.begin());
+  llvm::Value* sums = atEntry.CreateAlloca(accType, i64(kCpuMatmulColumns), "matmul.sums");
+  auto slot = [&](llvm::Value* q) { return b.CreateInBoundsGEP(accType, sums, q); };
+  loop(count, {}, [&](llvm::Value* q, const Values&) {
+    b.CreateStore(llvm::Constant::getNullValue(accType), slot(q));
+    return Values{};
+  });
+  // Each output's sum runs in k order, as the interpreter's; the columns are independent lanes.
+  loop(k, {}, [&](llvm::Value* p, const Values&) {
+    llvm::Value* x = widen(element(0, batchA, row, p), at);
+    loop(count, {}, [&](llvm::Value* q, const Values&) {
+      llvm::Value* y = widen(element(1, batchB, p, b.CreateAdd(first, q)), ct);
+      llvm::Value* sum = b.CreateLoad(accType, slot(q));
+      b.CreateStore(ints ? b.CreateAdd(sum, b.CreateMul(x, y)) : b.CreateFAdd(sum, b.CreateFMul(x, y)), slot(q));
+      return Values{};
+    });
+    return Values{};
+  });
+  // The epilogue: the group's outputs at each element, the matmul's value there being the sum.
+  DType t = tile.matmul->result()->type().dtype;
+  loop(count, {}, [&](llvm::Value* q, const Values&) {
+    Index index = batchIndex;
+    index.push_back(row);
+    index.push_back(b.CreateAdd(first, q));
+    llvm::Value* sum = b.CreateLoad(accType, slot(q));
+    preloaded_.push_back({{tile.matmul->result(), index}, ints ? b.CreateTrunc(sum, computeType(t)) : fromDouble(sum, t)});
+    storeTileElement(index, shape);
+    return Values{};
+  });
+}
+
 Index ElementEmitter::rowValueIndex(const Index& rowIndex, const Shape& shape) {
   Index index = rowIndex;
   while (index.size() < shape.size()) index.push_back(i64(0));

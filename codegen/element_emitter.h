@@ -63,6 +63,10 @@ class ElementEmitter {
   // output, each thread summing four outputs over K through shared-memory tiles of A and B, then
   // the group's epilogue on each and the stores.
   void emitMatmulTileItem(const MatmulTile& tile, llvm::Value* item, llvm::Value* lane);
+  // Generated matmuls on the CPU (matmul_tile.h, cpuMatmulRows): item `item`'s kCpuMatmulColumns
+  // outputs of one row, accumulated on the stack over K (outside) and the columns (inside), then
+  // the group's epilogue on each and the stores.
+  void emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item);
   // Column reductions on the CPU (column_reduction.h): tile `item` of segment `segment`'s outputs,
   // each reduction summed into one accumulator per output of the tile, reduced axes outside and
   // the tile's columns inside, then the outputs computed from the accumulators.

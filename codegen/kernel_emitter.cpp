@@ -40,6 +40,11 @@ std::optional<TransposeTile> transposeTileOf(const KernelGroup& group, const Tar
 std::optional<MatmulTile> matmulTileOf(const KernelGroup& group, const TargetHooks& target) {
   return target.sharedMemoryTiles() ? matmulTile(group) : std::nullopt;
 }
+// The CPU's layout of a generated matmul (matmul_tile.h), where the target tiles column reductions
+// (the same loop order: accumulators for a row's neighbouring outputs, the sum's axis outside).
+std::optional<MatmulTile> cpuMatmulRowsOf(const KernelGroup& group, const TargetHooks& target) {
+  return target.tilesColumnReductions() ? cpuMatmulRows(group) : std::nullopt;
+}
 }  // namespace
 
 int lanesPerItem(const KernelGroup& group, const TargetHooks& target) {
@@ -53,7 +58,7 @@ namespace {
 // per item.
 bool loopsByPart(const KernelGroup& group, const TargetHooks& target) {
   return group.kind == KernelKind::Loop && !transposeTileOf(group, target) && !matmulTileOf(group, target) &&
-         elementsPerItem(group, target) == 1;
+         !cpuMatmulRowsOf(group, target) && elementsPerItem(group, target) == 1;
 }
 std::optional<ColumnTiles> columnTilesOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
   return target.tilesColumnReductions() ? columnTiles(group, segment) : std::nullopt;
@@ -64,6 +69,7 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row) return group.numRows();
   if (auto tile = transposeTileOf(group, target)) return tile->tiles();
   if (auto tile = matmulTileOf(group, target)) return tile->tiles();
+  if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItems(*rows);
   int64_t width = elementsPerItem(group, target), items = 0;
   for (const Segment& s : group.segments) {
     auto columns = loopsByPart(group, target) ? columnTilesOf(group, s, target) : std::nullopt;
@@ -74,6 +80,7 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
 
 int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row || transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
+  if (cpuMatmulRowsOf(group, target)) return kCpuMatmulColumns;
   int64_t most = elementsPerItem(group, target);
   if (loopsByPart(group, target))
     for (const Segment& s : group.segments)
@@ -90,6 +97,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     bool row = group->kind == KernelKind::Row;
     std::optional<TransposeTile> transposed = transposeTileOf(*group, target);
     std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
+    std::optional<MatmulTile> cpuMatmul = cpuMatmulRowsOf(*group, target);
     // A loop kernel of one element per item may be looped shape by shape (segment by segment)
     // and row by row; a segment of column reductions, one tile of columns per item.
     std::vector<ItemPart> parts;
@@ -112,6 +120,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
           else if (row) emitter.emitRow(item, lane);
           else if (transposed) emitter.emitTileItem(*transposed, item, lane);
           else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);
+          else if (cpuMatmul) emitter.emitCpuMatmulItem(*cpuMatmul, item);
           else emitter.emitLoopItem(item);
         });
     // A kernel that does not verify is a bug in kiln: stop here, naming the kernel and the problem.

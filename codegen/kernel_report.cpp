@@ -35,9 +35,11 @@ std::string gpuStrategy(const KernelGroup& group) {
 }
 
 // How the CPU walks the kernel, where that is not element by element, row by row
-// (column_reduction.h).
+// (column_reduction.h, matmul_tile.h).
 std::string cpuStrategy(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop) return "";
+  if (cpuMatmulRows(group))
+    return "matmul rows in blocks of " + std::to_string(kCpuMatmulColumns) + " columns, K outside";
   std::string segments;
   for (const Segment& s : group.segments)
     if (auto tiles = columnTiles(group, s))

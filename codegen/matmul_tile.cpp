@@ -14,11 +14,14 @@ int64_t MatmulTile::tiles() const {
   return n * ceilDiv(shape[shape.size() - 2], kTile) * ceilDiv(shape.back(), kTile);
 }
 
-std::optional<MatmulTile> matmulTile(const KernelGroup& group) {
+namespace {
+
+// A matmul with an elementwise epilogue whose output is at least minRows x minColumns.
+std::optional<MatmulTile> matmulLayout(const KernelGroup& group, int64_t minRows, int64_t minColumns) {
   if (group.kind != KernelKind::Loop || group.segments.size() != 1) return std::nullopt;
   MatmulTile tile;
   tile.shape = group.segments[0].shape;
-  if (tile.shape.size() < 2 || tile.shape.back() < kTile || tile.shape[tile.shape.size() - 2] < kTile)
+  if (tile.shape.size() < 2 || tile.shape.back() < minColumns || tile.shape[tile.shape.size() - 2] < minRows)
     return std::nullopt;
   for (const Value* out : group.outputs)
     if (out->type().shape != tile.shape) return std::nullopt;
@@ -56,6 +59,18 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group) {
   }
   tile.k = tile.matmul->operand(0)->type().shape.back();
   return tile;
+}
+
+}  // namespace
+
+std::optional<MatmulTile> matmulTile(const KernelGroup& group) { return matmulLayout(group, kTile, kTile); }
+
+std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group) { return matmulLayout(group, 1, 8); }
+
+int64_t cpuMatmulItems(const MatmulTile& tile) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < tile.shape.size(); ++d) rows *= tile.shape[d];
+  return rows * ((tile.shape.back() + kCpuMatmulColumns - 1) / kCpuMatmulColumns);
 }
 
 }  // namespace kiln::codegen

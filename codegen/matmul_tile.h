@@ -32,4 +32,16 @@ struct MatmulTile {
 // followed by elementwise ops on its shape, or when M or N is under kTile.
 std::optional<MatmulTile> matmulTile(const KernelGroup& group);
 
+// Generated matmuls on the CPU (what oneDNN does not take: f16, f64, integers, bf16 on CPUs
+// without AVX-512, KILN_CPU_LIBRARIES=off): a work item computes kCpuMatmulColumns neighbouring
+// outputs of one row, an accumulator each on the stack, with K outside and the columns inside, so
+// B is read a row at a time and the loop over the columns vectorises (one output at a time, B was
+// walked down a column, one element per cache line). Sums run in k order in f64 (integers in
+// i64), as the interpreter's, so the result is the same bits. Same layouts as matmulTile, for N
+// of 8 or more.
+inline constexpr int64_t kCpuMatmulColumns = 64;
+std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group);
+// Work items of a CPU matmul: every batch index and row times the column blocks.
+int64_t cpuMatmulItems(const MatmulTile& tile);
+
 }  // namespace kiln::codegen

@@ -89,6 +89,26 @@ TEST(CpuOps, Matmul) {
     for (auto& s : shapes) check(std::string("%a: ") + t + s[0] + ", %b: " + t + s[1], "matmul %a, %b", {accumulateTolerance()});
 }
 
+// Generated matmuls (what oneDNN does not take; KILN_CPU_LIBRARIES=off makes every one generated)
+// go a row's 64 columns per work item, K outside (codegen/matmul_tile.h, cpuMatmulRows), summing in
+// k order in double as the interpreter does: the same bits. Whole and partial column blocks,
+// broadcast batches, transposed operands read in place, an epilogue, K = 0, every number type.
+TEST(CpuOps, GeneratedMatmulRows) {
+  setenv("KILN_CPU_LIBRARIES", "off", 1);
+  const char* shapes[][2] = {{"[5,7]", "[7,9]"}, {"[3,70]", "[70,130]"}, {"[2,1,5,16]", "[3,16,72]"}, {"[4,0]", "[0,9]"}};
+  for (const char* t : kNumTypes) {
+    for (auto& s : shapes) check(std::string("%a: ") + t + s[0] + ", %b: " + t + s[1], "matmul %a, %b");
+    std::string T = t;
+    auto m = parseModule("func @main(%a: " + T + "[20,6], %b: " + T + "[65,20], %bias: " + T + "[65]) -> " + T + "[6,65] {\n"
+                         "  %at = transpose %a {perm = [1, 0]}\n  %bt = transpose %b {perm = [1, 0]}\n"
+                         "  %c = matmul %at, %bt\n  %d = add %c, %bias\n  %e = abs %d\n  return %e\n}\n", "rows.kiln");
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    SCOPED_TRACE("transposed operands and bias+abs, " + T);
+    expectSameAsInterpreter(*(*m)->entry(), {{}, 3, true});
+  }
+  unsetenv("KILN_CPU_LIBRARIES");
+}
+
 // Loop parts computed through a transpose that moves the innermost axis go in bands of 32 rows,
 // column by column (codegen/cpu_target.cpp, emitBandLoops): whole bands, a last band of fewer
 // rows, and the partial rows at either end of a thread's chunk ([999,1001] splits mid-row on two
