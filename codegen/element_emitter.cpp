@@ -793,66 +793,99 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
 void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item) {
   const Shape& shape = tile.shape;
   const size_t rank = shape.size();
-  const int64_t n = shape[rank - 1], k = tile.k;
+  const int64_t m = shape[rank - 2], n = shape[rank - 1], k = tile.k;
+  const int64_t rowsPerItem = kCpuMatmulRows, columnsPerItem = kCpuMatmulColumns;
   const Value* a = tile.matmul->operand(0);
   const Value* c = tile.matmul->operand(1);
   const Shape batch(shape.begin(), shape.end() - 2);
   const Shape& as = a->type().shape;
   const Shape& bs = c->type().shape;
   const Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
-  Shape grid(shape.begin(), shape.end() - 1);
-  grid.push_back((n + kCpuMatmulColumns - 1) / kCpuMatmulColumns);
+  Shape grid = batch;
+  grid.push_back((m + rowsPerItem - 1) / rowsPerItem);
+  grid.push_back((n + columnsPerItem - 1) / columnsPerItem);
   const Index where = delinearize(item, grid);
   const Index batchIndex(where.begin(), where.end() - 2);
-  llvm::Value* row = where[rank - 2];
-  llvm::Value* first = b.CreateMul(where[rank - 1], i64(kCpuMatmulColumns), "column.first", true, true);
-  llvm::Value* left = b.CreateSub(i64(n), first);
-  llvm::Value* count = b.CreateSelect(b.CreateICmpSLT(left, i64(kCpuMatmulColumns)), left, i64(kCpuMatmulColumns));
+  auto atMost = [&](llvm::Value* left, int64_t most) {
+    return b.CreateSelect(b.CreateICmpSLT(left, i64(most)), left, i64(most));
+  };
+  llvm::Value* firstRow = b.CreateMul(where[rank - 2], i64(rowsPerItem), "row.first", true, true);
+  llvm::Value* rows = atMost(b.CreateSub(i64(m), firstRow), rowsPerItem);
+  llvm::Value* first = b.CreateMul(where[rank - 1], i64(columnsPerItem), "column.first", true, true);
+  llvm::Value* count = atMost(b.CreateSub(i64(n), first), columnsPerItem);
   // Element (r, col) of operand i's matrix, read where it is stored (transposed: at (col, r)).
   auto element = [&](size_t i, const Shape& operandBatch, llvm::Value* r, llvm::Value* col) {
     const Value* stored = tile.stored[i];
-    const Shape& storedShape = stored->type().shape;
     Index index = broadcastIndex(batchIndex, operandBatch, batch);
     index.push_back(tile.transposed[i] ? col : r);
     index.push_back(tile.transposed[i] ? r : col);
     llvm::Value* buffer = buffers_[static_cast<size_t>(inputIndex_.at(stored))];
     llvm::Type* storage = storageType(stored->type().dtype);
-    llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffer, linearize(index, storedShape));
+    llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffer, linearize(index, stored->type().shape));
     return fromStorage(b.CreateLoad(storage, ptr), stored->type().dtype);
   };
   const bool ints = isInt(a->type().dtype);
   DType at = a->type().dtype, ct = c->type().dtype;
   llvm::Type* accType = ints ? b.getInt64Ty() : b.getDoubleTy();
   auto widen = [&](llvm::Value* v, DType t) { return ints ? toI64(v, t) : toDouble(v); };
-  // The accumulators, in the kernel's entry block (a fixed stack slot), zeroed.
+  // The accumulators, rowsPerItem rows of columnsPerItem, in the kernel's entry block (a fixed
+  // stack slot), zeroed.
   llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
   llvm::IRBuilder<> atEntry(&entry, entry.begin());
-  llvm::Value* sums = atEntry.CreateAlloca(accType, i64(kCpuMatmulColumns), "matmul.sums");
-  auto slot = [&](llvm::Value* q) { return b.CreateInBoundsGEP(accType, sums, q); };
-  loop(count, {}, [&](llvm::Value* q, const Values&) {
-    b.CreateStore(llvm::Constant::getNullValue(accType), slot(q));
+  llvm::Value* sums = atEntry.CreateAlloca(accType, i64(rowsPerItem * columnsPerItem), "matmul.sums");
+  auto slot = [&](llvm::Value* r, llvm::Value* q) {
+    return b.CreateInBoundsGEP(accType, sums, b.CreateAdd(b.CreateMul(r, i64(columnsPerItem)), q));
+  };
+  loop(rowsPerItem * columnsPerItem, {}, [&](llvm::Value* q, const Values&) {
+    b.CreateStore(llvm::Constant::getNullValue(accType), b.CreateInBoundsGEP(accType, sums, q));
     return Values{};
   });
-  // Each output's sum runs in k order, as the interpreter's; the columns are independent lanes.
-  loop(k, {}, [&](llvm::Value* p, const Values&) {
-    llvm::Value* x = widen(element(0, batchA, row, p), at);
-    loop(count, {}, [&](llvm::Value* q, const Values&) {
-      llvm::Value* y = widen(element(1, batchB, p, b.CreateAdd(first, q)), ct);
-      llvm::Value* sum = b.CreateLoad(accType, slot(q));
-      b.CreateStore(ints ? b.CreateAdd(sum, b.CreateMul(x, y)) : b.CreateFAdd(sum, b.CreateFMul(x, y)), slot(q));
+  // acc[r][q] += A[firstRow + r][p] * B[p][first + q] for the rows `rowList`: each output's sum
+  // runs in k order, as the interpreter's; the columns are independent lanes, and every B element
+  // loaded serves all the rows.
+  auto accumulate = [&](const std::vector<llvm::Value*>& rowList) {
+    loop(k, {}, [&](llvm::Value* p, const Values&) {
+      std::vector<llvm::Value*> xs;
+      for (llvm::Value* r : rowList) xs.push_back(widen(element(0, batchA, b.CreateAdd(firstRow, r), p), at));
+      loop(count, {}, [&](llvm::Value* q, const Values&) {
+        llvm::Value* y = widen(element(1, batchB, p, b.CreateAdd(first, q)), ct);
+        for (size_t i = 0; i < rowList.size(); ++i) {
+          llvm::Value* sum = b.CreateLoad(accType, slot(rowList[i], q));
+          llvm::Value* next = ints ? b.CreateAdd(sum, b.CreateMul(xs[i], y)) : b.CreateFAdd(sum, b.CreateFMul(xs[i], y));
+          b.CreateStore(next, slot(rowList[i], q));
+        }
+        return Values{};
+      });
+      return Values{};
+    });
+  };
+  // A whole block of rows shares each B load; the last block of fewer rows goes a row at a time.
+  std::vector<llvm::Value*> allRows;
+  for (int64_t r = 0; r < rowsPerItem; ++r) allRows.push_back(i64(r));
+  llvm::Value* whole = b.CreateICmpEQ(rows, i64(rowsPerItem));
+  ifThen(whole, [&] {
+    accumulate(allRows);
+    return Values{};
+  }, {});
+  ifThen(b.CreateNot(whole), [&] {
+    loop(rows, {}, [&](llvm::Value* r, const Values&) {
+      accumulate({r});
       return Values{};
     });
     return Values{};
-  });
+  }, {});
   // The epilogue: the group's outputs at each element, the matmul's value there being the sum.
   DType t = tile.matmul->result()->type().dtype;
-  loop(count, {}, [&](llvm::Value* q, const Values&) {
-    Index index = batchIndex;
-    index.push_back(row);
-    index.push_back(b.CreateAdd(first, q));
-    llvm::Value* sum = b.CreateLoad(accType, slot(q));
-    preloaded_.push_back({{tile.matmul->result(), index}, ints ? b.CreateTrunc(sum, computeType(t)) : fromDouble(sum, t)});
-    storeTileElement(index, shape);
+  loop(rows, {}, [&](llvm::Value* r, const Values&) {
+    loop(count, {}, [&](llvm::Value* q, const Values&) {
+      Index index = batchIndex;
+      index.push_back(b.CreateAdd(firstRow, r));
+      index.push_back(b.CreateAdd(first, q));
+      llvm::Value* sum = b.CreateLoad(accType, slot(r, q));
+      preloaded_.push_back({{tile.matmul->result(), index}, ints ? b.CreateTrunc(sum, computeType(t)) : fromDouble(sum, t)});
+      storeTileElement(index, shape);
+      return Values{};
+    });
     return Values{};
   });
 }

@@ -39,7 +39,7 @@ std::string gpuStrategy(const KernelGroup& group) {
 std::string cpuStrategy(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop) return "";
   if (cpuMatmulRows(group))
-    return "matmul rows in blocks of " + std::to_string(kCpuMatmulColumns) + " columns, K outside";
+    return "matmul blocks of " + std::to_string(kCpuMatmulRows) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, K outside";
   std::string segments;
   for (const Segment& s : group.segments)
     if (auto tiles = columnTiles(group, s))

@@ -68,9 +68,10 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group) { return matmulLa
 std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group) { return matmulLayout(group, 1, 8); }
 
 int64_t cpuMatmulItems(const MatmulTile& tile) {
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < tile.shape.size(); ++d) rows *= tile.shape[d];
-  return rows * ((tile.shape.back() + kCpuMatmulColumns - 1) / kCpuMatmulColumns);
+  int64_t batches = 1;
+  for (size_t d = 0; d + 2 < tile.shape.size(); ++d) batches *= tile.shape[d];
+  auto ceilDiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  return batches * ceilDiv(tile.shape[tile.shape.size() - 2], kCpuMatmulRows) * ceilDiv(tile.shape.back(), kCpuMatmulColumns);
 }
 
 }  // namespace kiln::codegen

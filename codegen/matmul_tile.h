@@ -34,14 +34,14 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group);
 
 // Generated matmuls on the CPU (what oneDNN does not take: f16, f64, integers, bf16 on CPUs
 // without AVX-512, KILN_CPU_LIBRARIES=off): a work item computes kCpuMatmulColumns neighbouring
-// outputs of one row, an accumulator each on the stack, with K outside and the columns inside, so
-// B is read a row at a time and the loop over the columns vectorises (one output at a time, B was
-// walked down a column, one element per cache line). Sums run in k order in f64 (integers in
-// i64), as the interpreter's, so the result is the same bits. Same layouts as matmulTile, for N
-// of 8 or more.
-inline constexpr int64_t kCpuMatmulColumns = 64;
+// outputs of kCpuMatmulRows rows, an accumulator each on the stack, with K outside and the columns
+// inside, so B is read a row at a time, each element of it serving every row, and the loop over
+// the columns vectorises (one output at a time, B was walked down a column, one element per cache
+// line). Sums run in k order in f64 (integers in i64), as the interpreter's, so the result is the
+// same bits. Same layouts as matmulTile, for N of 8 or more.
+inline constexpr int64_t kCpuMatmulColumns = 64, kCpuMatmulRows = 4;
 std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group);
-// Work items of a CPU matmul: every batch index and row times the column blocks.
+// Work items of a CPU matmul: every batch index times the blocks of rows and of columns.
 int64_t cpuMatmulItems(const MatmulTile& tile);
 
 }  // namespace kiln::codegen
