@@ -135,6 +135,56 @@ kiln::Backend backendOf(const std::string& name) {
   return *b;
 }
 
+// A Python value as a kiln attribute: bool, int, float, str, a kiln dtype, or a list or tuple of
+// ints (or of numbers: floats).
+kiln::Attribute toAttribute(const std::string& name, nb::handle v) {
+  if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v);
+  if (nb::isinstance<nb::int_>(v)) return nb::cast<int64_t>(v);
+  if (nb::isinstance<nb::float_>(v)) return nb::cast<double>(v);
+  if (nb::isinstance<nb::str>(v)) return nb::cast<std::string>(v);
+  if (nb::isinstance<kiln::DType>(v)) return nb::cast<kiln::DType>(v);
+  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+    std::vector<int64_t> ints;
+    std::vector<double> numbers;
+    bool allInts = true;
+    for (nb::handle item : v) {
+      if (nb::isinstance<nb::int_>(item) && !nb::isinstance<nb::bool_>(item)) {
+        ints.push_back(nb::cast<int64_t>(item));
+        numbers.push_back(static_cast<double>(ints.back()));
+      } else if (nb::isinstance<nb::float_>(item)) {
+        allInts = false;
+        numbers.push_back(nb::cast<double>(item));
+      } else {
+        throw KilnException("attribute " + name + ": a list holds ints or floats only");
+      }
+    }
+    if (allInts) return ints;
+    return numbers;
+  }
+  throw KilnException("attribute " + name + ": expected a bool, int, float, str, kiln dtype or list of numbers, got " +
+                      nb::cast<std::string>(nb::str(nb::handle(v.type()))));
+}
+
+kiln::Attributes toAttributes(const nb::kwargs& kwargs) {
+  kiln::Attributes attributes;
+  for (auto [key, value] : kwargs) {
+    std::string name = nb::cast<std::string>(key);
+    attributes[name] = toAttribute(name, value);
+  }
+  return attributes;
+}
+
+// A dtype given as kiln.f32 or as its name, "f32".
+kiln::DType dtypeOf(nb::handle v) {
+  if (nb::isinstance<kiln::DType>(v)) return nb::cast<kiln::DType>(v);
+  if (nb::isinstance<nb::str>(v)) {
+    std::string name = nb::cast<std::string>(v);
+    if (auto t = kiln::parseDType(name)) return *t;
+    throw KilnException("unknown dtype '" + name + "'");
+  }
+  throw KilnException("expected a dtype (kiln.f32 or \"f32\")");
+}
+
 kiln::Stage stageOf(const std::string& name) {
   if (name == "kiln") return kiln::Stage::Kiln;
   if (name == "llvm-unopt") return kiln::Stage::LlvmUnoptimized;
@@ -149,6 +199,13 @@ NB_MODULE(_kiln, m) {
   m.doc() = "kiln's native module: graphs, compiled functions and training steps (see kiln.compile)";
   nb::exception<KilnException>(m, "KilnError", PyExc_RuntimeError);
   m.def("version", [] { return std::string(kiln::version()); });
+
+  nb::enum_<kiln::DType> dtype(m, "DType", "An element type (kiln.f32, kiln.bf16, kiln.i64, ...).");
+  for (kiln::DType t : kiln::kAllDTypes) {
+    std::string name(kiln::dtypeName(t));
+    dtype.value(name.c_str(), t);
+    m.attr(t == kiln::DType::Bool ? "bool_" : name.c_str()) = t;  // kiln.f32, kiln.bool_, as jnp's
+  }
 
   nb::class_<kiln::Graph>(m, "Graph", "A module of kiln functions: parsed, loaded from a file or imported from ONNX.")
       .def_static("parse", [](const std::string& text, const std::string& filename) { return take(kiln::Graph::parse(text, filename)); },
@@ -167,6 +224,38 @@ NB_MODULE(_kiln, m) {
       .def("random_inputs", [](const kiln::Graph& g, uint64_t seed, const std::string& f) {
              return toArrays(take(g.randomInputs(seed, f)));
            }, nb::arg("seed") = 0, nb::arg("function") = "");
+
+  nb::class_<kiln::Node>(m, "Node", "A value of a function being built (kiln.FunctionBuilder).")
+      .def_prop_ro("dtype", [](const kiln::Node& n) { return n.type().dtype; })
+      .def_prop_ro("shape", [](const kiln::Node& n) {
+        nb::list shape;
+        for (int64_t d : n.type().shape) shape.append(d);
+        return nb::tuple(shape);
+      })
+      .def("__bool__", [](const kiln::Node& n) { return static_cast<bool>(n); })
+      .def("__repr__", [](const kiln::Node& n) { return n ? "<kiln.Node " + n.type().str() + ">" : std::string("<kiln.Node (failed)>"); });
+
+  nb::class_<kiln::FunctionBuilder>(m, "FunctionBuilder",
+                                    "Builds a function op by op (ops and attributes named as in the text format); "
+                                    "the first error is kept and raised by finish().")
+      .def(nb::init<std::string>(), nb::arg("name") = "main")
+      .def("param", [](kiln::FunctionBuilder& b, nb::handle dtype, const std::vector<int64_t>& shape, const std::string& name) {
+             return b.param({dtypeOf(dtype), shape}, name);
+           }, nb::arg("dtype"), nb::arg("shape"), nb::arg("name") = "")
+      .def("scalar", [](kiln::FunctionBuilder& b, nb::handle dtype, double value) { return b.scalar(dtypeOf(dtype), value); },
+           nb::arg("dtype"), nb::arg("value"))
+      .def("constant", [](kiln::FunctionBuilder& b, const Array& value) {
+             return b.constant(toTensors({value}).at(0));
+           }, nb::arg("value"))
+      .def("op", [](kiln::FunctionBuilder& b, const std::string& name, nb::args operands, nb::kwargs attributes) {
+             return b.op(name, nb::cast<std::vector<kiln::Node>>(operands), toAttributes(attributes));
+           }, nb::arg("name"), nb::arg("operands"), nb::arg("attributes"))
+      .def("ops", [](kiln::FunctionBuilder& b, const std::string& name, nb::args operands, nb::kwargs attributes) {
+             return b.ops(name, nb::cast<std::vector<kiln::Node>>(operands), toAttributes(attributes));
+           }, nb::arg("name"), nb::arg("operands"), nb::arg("attributes"))
+      .def("finish", [](kiln::FunctionBuilder& b, nb::args results) {
+             return take(b.finish(nb::cast<std::vector<kiln::Node>>(results)));
+           }, nb::arg("results"));
 
   nb::class_<kiln::CompiledFunction>(m, "CompiledFunction")
       .def("run", [](const kiln::CompiledFunction& f, const std::vector<Array>& inputs) {

@@ -18,10 +18,14 @@ import os
 
 import numpy as np
 
-from ._kiln import Graph, KilnError, Trainer, version
+from ._kiln import DType, FunctionBuilder, Graph, KilnError, Node, Trainer, version
 from ._kiln import compile as _compile
+# The element types: kiln.f32, kiln.bf16, kiln.i64, ..., kiln.bool_ (as jax.numpy names them).
+from ._kiln import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
-__all__ = ["compile", "load", "parse", "train_step", "Function", "Graph", "KilnError", "TrainStep", "version"]
+__all__ = ["compile", "load", "parse", "train_step", "DType", "Function", "FunctionBuilder", "Graph", "KilnError",
+           "Node", "TrainStep", "version", "bf16", "bool_", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8",
+           "u16", "u32", "u64"]
 __version__ = version()
 
 

@@ -125,3 +125,29 @@ def test_train_step_learns_and_checkpoints(tmp_path):
 
 def test_version():
     assert kiln.__version__ == kiln.version() and kiln.__version__.count(".") == 2
+
+
+def test_function_builder():
+    b = kiln.FunctionBuilder("main")
+    x = b.param(kiln.f32, [8, 16], "x")
+    assert x.shape == (8, 16) and x.dtype == kiln.f32
+    y = b.op("reduce_sum", b.op("mul", x, b.scalar("f32", 2.0)), axes=[1], keepdims=True)
+    h = b.op("cast", y, to=kiln.f16)
+    e = b.op("layer_norm", x, b.constant(np.ones(16, np.float32)), b.constant(np.zeros(16, np.float32)),
+             axis=1, epsilon=1e-3)
+    g = b.finish(y, h, e)
+    assert "epsilon = 0.001" in g.text and "to = f16" in g.text
+    ys, hs, es = kiln.compile(g, "cpu")(np.ones((8, 16), np.float32))
+    np.testing.assert_array_equal(ys.ravel(), [32] * 8)
+    assert hs.dtype == np.float16 and es.shape == (8, 16)
+    # The first error is kept; attributes of other kinds are refused at once.
+    c = kiln.FunctionBuilder()
+    p = c.param("f32", [2], "p")
+    assert not c.op("frobnicate", p)
+    assert not c.op("neg", c.op("frobnicate", p))
+    with pytest.raises(kiln.KilnError, match="unknown op 'frobnicate'"):
+        c.finish(p)
+    with pytest.raises(kiln.KilnError, match="attribute axes: expected"):
+        c.op("reduce_sum", p, axes={"a": 1})
+    with pytest.raises(kiln.KilnError, match="unknown dtype 'f33'"):
+        c.param("f33", [2])
