@@ -16,6 +16,7 @@
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
 #include "tools/bench_data_parallel.h"
+#include "tools/bench_input.h"
 #include "tools/bench_gpusim.h"
 #include "tools/bench_report.h"
 #include "tools/cli.h"
@@ -107,6 +108,18 @@ int run(const Command& c, const Args& args) {
   std::vector<std::string> sources;
   auto inputs = programInputs(c, args, f, seed, sources);
   if (!inputs) return kExitError;
+  // --data: the data parameters stream through the input pipeline, a new batch for every run.
+  std::unique_ptr<BenchInput> streamed;
+  if (auto data = args.get("--data")) {
+    auto prefetch = parseInteger<int64_t>(args.get("--prefetch").value_or("2"));
+    if (!prefetch || *prefetch < 1) return usageError(c, "--prefetch takes a positive number of batches");
+    auto opened = BenchInput::open(f, *data, seed, *prefetch);
+    if (!opened) {
+      reportError(opened.error());
+      return kExitError;
+    }
+    streamed = std::move(*opened);
+  }
 
   compileOptions.target = *backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
   auto exe = Executable::compile(f, compileOptions);
@@ -141,6 +154,24 @@ int run(const Command& c, const Args& args) {
       return {};
     };
   }
+#endif
+  // Each run takes the next batch first (outside the step's time); on CUDA it is uploaded too.
+  if (streamed) {
+    timeStep = [&, step = timeStep](ExecuteOptions options) -> Status {
+      auto slots = streamed->feed(*inputs);
+      if (!slots) return slots.error();
+#if KILN_HAVE_CUDA
+      for (size_t slot : *slots) {
+        if (deviceInputs.empty()) break;
+        auto d = DeviceTensor::upload((*inputs)[slot]);
+        if (!d) return d.error();
+        deviceInputs[slot] = std::move(*d);
+      }
+#endif
+      return step(options);
+    };
+  }
+#if KILN_HAVE_CUDA
   // On the GPU simulator the kernels get its counters, not times (bench_gpusim.h).
   if (simulated) {
     SimulatedBenchSetup setup{std::filesystem::path(args.positional[0]).stem().string(), f.name(), device(*backend),
@@ -153,6 +184,7 @@ int run(const Command& c, const Args& args) {
     }
     if (cuda::Program* p = (*exe)->cudaProgram(); p && !json && !p->libraryNote().empty())
       fmt::print("note: {}", p->libraryNote());
+    if (streamed && !json) fmt::print("{}", streamed->summary());
     return kExitOk;
   }
 #endif
@@ -272,6 +304,7 @@ int run(const Command& c, const Args& args) {
 #endif
   fmt::print("median of {} runs after {} warm-up{}; kernels in a map/while body: time summed over iterations\n", reps,
              warmup, graph ? "; the step replays a CUDA graph, the kernels are timed without it" : "");
+  if (streamed) fmt::print("{}", streamed->summary());
   return kExitOk;
 }
 
@@ -280,7 +313,7 @@ int run(const Command& c, const Args& args) {
 Command benchCommand() {
   Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
             "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH]...\n"
-            "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200]",
+            "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200] [--data NAME=PATH,... [--prefetch N]]",
             "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
             "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
             "the median time of the whole step and of each kernel, the bytes each moves per second\n"
@@ -306,6 +339,8 @@ Command benchCommand() {
              {"--warmup", "N", "untimed runs first (default 5)"},
              {"--input", "NAME=PATH", "take parameter %NAME from a NumPy .npy or an ONNX TensorProto .pb file", true},
              {"--seed", "N", "seed for the random inputs (default 0)"},
+             {"--data", "LIST", "stream data parameters through the input pipeline, NAME=PATH.npy (or a glob of shards), a new batch each run; prints the input wait"},
+             {"--prefetch", "N", "with --data: batches read ahead (default 2)"},
              {"--json", "", "one JSON line per kernel and for the step"},
              {"--model", "GPU", "simulator only: model the counters for h100 (default) or h200"},
              disablePassesFlag()},

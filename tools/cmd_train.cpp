@@ -3,7 +3,6 @@
 // atomic checkpoints that a later run resumes exactly.
 #include <fmt/format.h>
 
-#include <glob.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,22 +100,6 @@ Status broadcastFromRankZero(collectives::Communicator& comm, std::vector<Tensor
   return {};
 }
 
-// Testing hook for failure handling (docs/training.md): KILN_TRAIN_FAULT=exit:RANK:STEP makes that
-// rank exit abruptly before that step, as a crashed machine would; stall:RANK:STEP makes it hang
-// there, as a wedged one would, until the others' collective deadline ends the job.
-// --data NAME=PATTERN: the shards a glob pattern matches (`x_*.npy`), in sorted order, or the one path.
-Expected<std::vector<std::string>> expandShards(const std::string& path) {
-  if (path.find_first_of("*?[") == std::string::npos) return std::vector<std::string>{path};
-  glob_t matches{};
-  int status = ::glob(path.c_str(), GLOB_ERR, nullptr, &matches);
-  std::vector<std::string> shards(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
-  ::globfree(&matches);
-  if (status == GLOB_NOMATCH || shards.empty()) return Error("no file matches the pattern");
-  if (status != 0) return Error("cannot list the files the pattern matches");
-  std::sort(shards.begin(), shards.end());
-  return shards;
-}
-
 // Tests: KILN_TRAIN_INPUT_FAULT=STEP makes the input pipeline's producer fail on step STEP's batch
 // (1-based), as a read error would, to check that training stops there with the message.
 std::function<Status(int64_t)> inputFaultForTests() {
@@ -129,6 +112,9 @@ std::function<Status(int64_t)> inputFaultForTests() {
   };
 }
 
+// Testing hook for failure handling (docs/training.md): KILN_TRAIN_FAULT=exit:RANK:STEP makes that
+// rank exit abruptly before that step, as a crashed machine would; stall:RANK:STEP makes it hang
+// there, as a wedged one would, until the others' collective deadline ends the job.
 void maybeInjectFault(int rank, int64_t step) {
   const char* spec = std::getenv("KILN_TRAIN_FAULT");
   char kind[8] = {};

@@ -1,12 +1,27 @@
-// Initial values from a portable RNG (SplitMix64), so that they do not depend on the C++ library's
-// distributions.
+// Shard patterns by glob(3); initial values from a portable RNG (SplitMix64), so that they do not
+// depend on the C++ library's distributions.
 #include "tools/train_data.h"
 
+#include <glob.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include "ir/splitmix64.h"
 
 namespace kiln::cli {
+
+Expected<std::vector<std::string>> expandShards(const std::string& path) {
+  if (path.find_first_of("*?[") == std::string::npos) return std::vector<std::string>{path};
+  glob_t matches{};
+  int status = ::glob(path.c_str(), GLOB_ERR, nullptr, &matches);
+  std::vector<std::string> shards(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
+  ::globfree(&matches);
+  if (status == GLOB_NOMATCH || shards.empty()) return Error("no file matches the pattern");
+  if (status != 0) return Error("cannot list the files the pattern matches");
+  std::sort(shards.begin(), shards.end());
+  return shards;
+}
 
 Tensor initialParam(const TensorType& type, uint64_t seed, int index) {
   Tensor t(type);  // zeros

@@ -1,5 +1,5 @@
-// `kiln train`'s seeded initialisation of parameters given without a file. (Its data streams through
-// runtime/input_pipeline.h.)
+// `kiln train`'s and `kiln bench`'s data files (streamed through runtime/input_pipeline.h) and
+// kiln train's seeded initialisation of parameters given without a file.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,10 @@
 #include "ir/tensor.h"
 
 namespace kiln::cli {
+
+// --data NAME=PATTERN: the shards a glob pattern matches (`x_*.npy`), in sorted order, or the one
+// path.
+Expected<std::vector<std::string>> expandShards(const std::string& path);
 
 // A parameter's starting value: rank >= 2 (matrices [in,out], conv filters [O,I,kh,kw]) Glorot
 // uniform, U(-a, a) with a = sqrt(6 / (fan_in + fan_out)); rank 0 and 1 (biases) zeros. `index`
