@@ -703,14 +703,8 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
   const int64_t m = shape[rank - 2], n = shape[rank - 1], k = tile.k;
   const Value* a = tile.matmul->operand(0);
   const Value* c = tile.matmul->operand(1);
-  const Shape& as = a->type().shape;
-  const Shape& bs = c->type().shape;
-  const Shape batch(shape.begin(), shape.end() - 2);
-  const Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
-  Shape grid = batch;
-  grid.push_back((m + kTile - 1) / kTile);
-  grid.push_back((n + kTile - 1) / kTile);
-  const Index where = delinearize(item, grid);
+  const Shape batch = tile.batch(), batchA = tile.operandBatch(0), batchB = tile.operandBatch(1);
+  const Index where = matmulBlock(tile, item, kTile, kTile);
   const Index batchIndex(where.begin(), where.end() - 2);
   llvm::Value* tx = b.CreateURem(lane, i64(kTile));
   llvm::Value* ty = b.CreateUDiv(lane, i64(kTile));
@@ -790,6 +784,14 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
   }
 }
 
+Index ElementEmitter::matmulBlock(const MatmulTile& tile, llvm::Value* item, int64_t rows, int64_t columns) {
+  const Shape& shape = tile.shape;
+  Shape grid = tile.batch();
+  grid.push_back((shape[shape.size() - 2] + rows - 1) / rows);
+  grid.push_back((shape.back() + columns - 1) / columns);
+  return delinearize(item, grid);
+}
+
 void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item) {
   const Shape& shape = tile.shape;
   const size_t rank = shape.size();
@@ -797,14 +799,8 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   const int64_t rowsPerItem = kCpuMatmulRows, columnsPerItem = kCpuMatmulColumns;
   const Value* a = tile.matmul->operand(0);
   const Value* c = tile.matmul->operand(1);
-  const Shape batch(shape.begin(), shape.end() - 2);
-  const Shape& as = a->type().shape;
-  const Shape& bs = c->type().shape;
-  const Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
-  Shape grid = batch;
-  grid.push_back((m + rowsPerItem - 1) / rowsPerItem);
-  grid.push_back((n + columnsPerItem - 1) / columnsPerItem);
-  const Index where = delinearize(item, grid);
+  const Shape batch = tile.batch(), batchA = tile.operandBatch(0), batchB = tile.operandBatch(1);
+  const Index where = matmulBlock(tile, item, rowsPerItem, columnsPerItem);
   const Index batchIndex(where.begin(), where.end() - 2);
   auto atMost = [&](llvm::Value* left, int64_t most) {
     return b.CreateSelect(b.CreateICmpSLT(left, i64(most)), left, i64(most));

@@ -67,6 +67,9 @@ class ElementEmitter {
   // outputs of one row, accumulated on the stack over K (outside) and the columns (inside), then
   // the group's epilogue on each and the stores.
   void emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item);
+  // Which block of `rows` x `columns` outputs of a (batched) matmul work item `item` computes: its
+  // batch index, then the block's row and column among the blocks.
+  Index matmulBlock(const MatmulTile& tile, llvm::Value* item, int64_t rows, int64_t columns);
   // Column reductions on the CPU (column_reduction.h): tile `item` of segment `segment`'s outputs,
   // each reduction summed into one accumulator per output of the tile, reduced axes outside and
   // the tile's columns inside, then the outputs computed from the accumulators.

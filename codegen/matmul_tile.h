@@ -25,6 +25,12 @@ struct MatmulTile {
   int64_t k = 0;
   // Blocks: every batch index times the tiles of [M, N].
   int64_t tiles() const;
+  // The output's batch dims, and operand i's (which broadcast to the output's).
+  Shape batch() const { return Shape(shape.begin(), shape.end() - 2); }
+  Shape operandBatch(size_t i) const {
+    const Shape& s = matmul->operand(i)->type().shape;
+    return Shape(s.begin(), s.end() - 2);
+  }
 };
 
 // The tile layout of `group`, or nothing when it is not a loop kernel of one segment whose ops
