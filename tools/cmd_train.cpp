@@ -363,14 +363,14 @@ Command trainCommand() {
             "function on a batch of B samples: each --data array is cut along axis 0 and shuffled per epoch\n"
             "with --seed (a last partial batch is dropped). The arrays (one .npy file each, or shards a glob\n"
             "pattern names, concatenated) are memory-mapped and batched on a background thread, --prefetch\n"
-            "batches ahead of the step; the summary says how long the steps waited for input. Axis 0 of every\n"
-            "data parameter is the batch, so\n"
-            "the batch size written in FILE is only a default. Parameters without INIT start Glorot-uniform\n"
-            "(rank >= 2) or zero (biases). --steps counts this run's updates; --resume DIR continues from a\n"
-            "checkpoint's step count, parameters and optimizer state exactly. Under `mpirun -np N` (or with\n"
-            "--replicas N) the N ranks train data-parallel: rank 0's parameters are broadcast, each rank\n"
-            "takes batch / N samples of every global batch, gradients are averaged across ranks before each\n"
-            "update, and rank 0 alone prints, logs and saves. See docs/training.md.",
+            "batches ahead of the step; the summary says how long the steps waited for input. Axis 0 of\n"
+            "every data parameter is the batch, so the batch size written in FILE is only a default.\n"
+            "Parameters without INIT start Glorot-uniform (rank >= 2) or zero (biases). --steps counts\n"
+            "this run's updates; --resume DIR continues from a checkpoint's step count, parameters and\n"
+            "optimizer state exactly. Under `mpirun -np N` (or with --replicas N) the N ranks train\n"
+            "data-parallel: rank 0's parameters are broadcast, each rank takes batch / N samples of every\n"
+            "global batch, gradients are averaged across ranks before each update, and rank 0 alone\n"
+            "prints, logs and saves. See docs/training.md.",
             {{"--params", "LIST", "parameters to train, NAME or NAME=INIT.npy, comma-separated"},
              {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples); a glob pattern (x_*.npy) names shards"},
              {"--batch", "B", "samples per update"},
