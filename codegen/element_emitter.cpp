@@ -1008,6 +1008,22 @@ Values ElementEmitter::reduceRow(llvm::Value* lane, const Values& init,
   return acc;
 }
 
+llvm::Value* ElementEmitter::rowScratchFor(const Value* operand) {
+  // Worth keeping: computed in the kernel (an input is a load either way), at every element of
+  // the row (not broadcast along it), and the row short enough for the stack.
+  int64_t n = group_.rowLength();
+  if (inputIndex_.count(operand) || !operand->definingOp() || n > kRowScratchElements ||
+      operand->type().numElements() != group_.numRows() * n)
+    return nullptr;
+  for (const auto& [v, scratch] : rowScratch_)
+    if (v == operand) return nullptr;  // kept already: the first reduction's loop stores it
+  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
+  llvm::IRBuilder<> atEntry(&entry, entry.begin());
+  llvm::Value* scratch = atEntry.CreateAlloca(computeType(operand->type().dtype), i64(n), "row.scratch");
+  rowScratch_.push_back({operand, scratch});
+  return scratch;
+}
+
 void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   Index rowIndex = delinearize(row, group_.rows);
   int64_t n = group_.rowLength();
@@ -1037,7 +1053,12 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
       auto element = [&](llvm::Value* k) { return emit(op->operand(0), fullIndex(k)); };
       llvm::Value* total;
       if (target_.rowLanes(group_) == 1) {
-        total = accumulateRun(acc, acc.init, n, element);
+        llvm::Value* scratch = rowScratchFor(op->operand(0));
+        total = accumulateRun(acc, acc.init, n, [&](llvm::Value* k) {
+          llvm::Value* x = element(k);
+          if (scratch) b.CreateStore(x, b.CreateInBoundsGEP(x->getType(), scratch, k));
+          return x;
+        });
       } else {
         total = reduceRow(
             lane, {acc.init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], element(k))}; },
@@ -1066,8 +1087,15 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   full.insert(full.end(), group_.inner.begin(), group_.inner.end());
   forEachInRow(lane, [&](llvm::Value* k) {
     llvm::Value* linear = b.CreateAdd(b.CreateMul(row, i64(n)), k);
-    setCurrent(fullIndex(k), linear, full);
+    Index index = fullIndex(k);
+    setCurrent(index, linear, full);
+    size_t preloaded = preloaded_.size();
+    for (const auto& [v, scratch] : rowScratch_) {
+      llvm::Type* type = computeType(v->type().dtype);
+      preloaded_.push_back({{v, index}, b.CreateLoad(type, b.CreateInBoundsGEP(type, scratch, k))});
+    }
     for (size_t k2 : fullOutputs) storeOutput(k2, linear, emit(group_.outputs[k2], currentIndex_));
+    preloaded_.resize(preloaded);
   });
   currentLinear_ = nullptr;
 }

@@ -186,6 +186,9 @@ class ElementEmitter {
   // `sameRow`: the elements share all but the last index, which counts up by one.
   void preloadInputs(const Shape& shape, const std::vector<Index>& indices, const std::vector<llvm::Value*>& linears,
                      bool sameRow);
+  // CPU row kernels: stack space to keep `operand` (a row reduction's) per element of the row, or
+  // null where that is not worth it or not possible (rowScratch_).
+  llvm::Value* rowScratchFor(const Value* operand);
   // The index of `shape` (a row shape) for row `rowIndex`: the row dims, then zeros.
   Index rowValueIndex(const Index& rowIndex, const Shape& shape);
   // Stores `value` as element `linear` of the group's output k.
@@ -233,6 +236,11 @@ class ElementEmitter {
   std::map<const Value*, int> inputIndex_;  // lookup only, never iterated
   // Row kernels: the row values of the current row, computed once before the full values.
   std::map<const Value*, llvm::Value*> rowCache_;  // lookup only
+  // CPU row kernels: computed operands of the row's reductions (softmax's exp(x - max)), kept per
+  // element on the stack while the reduction runs, so the full values read them back instead of
+  // computing them again; rows up to kRowScratchElements long. In program order.
+  std::vector<std::pair<const Value*, llvm::Value*>> rowScratch_;
+  static constexpr int64_t kRowScratchElements = 16384;
   // Values already emitted, by the block they were finished in, value and index (emit).
   using EmittedKey = std::tuple<llvm::BasicBlock*, const Value*, Index>;
   std::map<EmittedKey, llvm::Value*> emitted_;  // lookup only

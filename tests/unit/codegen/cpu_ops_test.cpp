@@ -80,6 +80,11 @@ TEST(CpuOps, SoftmaxAndLayerNorm) {
     check("%x: " + T + "[4,6,8], %s: " + T + "[6,8], %b: " + T + "[6,8]", "layer_norm %x, %s, %b {axis = 1, epsilon = 0.1}",
           {accumulateTolerance()});
   }
+  // Rows at and past the length whose reduction operands stay on the stack (softmax's exp read
+  // back, not computed again: ElementEmitter::rowScratchFor), with NaN and infinities.
+  for (const char* shape : {"[2,16384]", "[2,16385]"})
+    for (const char* t : {"f32", "bf16"})
+      check(std::string("%x: ") + t + shape, "softmax %x", {accumulateTolerance(), 1, true});
 }
 
 TEST(CpuOps, Matmul) {
