@@ -1,5 +1,4 @@
 // compile() and CompiledFunction: the public face of Executable (and of the interpreter).
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -61,11 +60,7 @@ Expected<std::vector<Tensor>> CompiledFunction::run(std::span<const TensorView> 
     if (!inputs[i].data && inputs[i].byteSize() > 0) return Error("input " + std::to_string(i) + " has no data");
   if (impl_->executable) return impl_->executable->run(inputs);
   std::vector<Tensor> copies;  // the interpreter computes on tensors of its own
-  for (const TensorView& v : inputs) {
-    Tensor t(v.type);
-    if (t.byteSize() > 0) std::memcpy(t.data(), v.data, t.byteSize());
-    copies.push_back(std::move(t));
-  }
+  for (const TensorView& v : inputs) copies.push_back(Tensor::copyOf(v));
   return interpret(*impl_->function, copies);
 }
 

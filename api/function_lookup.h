@@ -8,8 +8,8 @@
 
 namespace kiln::api {
 
-// `name` of `module` ("" is its entry), or an error listing the functions there are.
-Expected<const Function*> findFunction(const Module& module, const std::string& name);
+// `name` of `module` ("" is its entry), or an error listing the functions there are (Module::find).
+Expected<Function*> findFunction(const Module& module, const std::string& name);
 // Its name, parameters and result types.
 Signature signatureOf(const Function& function);
 

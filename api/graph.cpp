@@ -14,17 +14,7 @@ namespace kiln {
 
 namespace api {
 
-Expected<const Function*> findFunction(const Module& module, const std::string& name) {
-  if (name.empty()) {
-    if (const Function* f = module.entry()) return f;
-    return Error("the graph has no functions");
-  }
-  std::string_view bare = name[0] == '@' ? std::string_view(name).substr(1) : std::string_view(name);
-  if (const Function* f = module.lookup(bare)) return f;
-  std::string names;
-  for (const auto& f : module.functions()) names += (names.empty() ? "@" : ", @") + f->name();
-  return Error("no function @" + std::string(bare) + " in the graph (functions: " + names + ")");
-}
+Expected<Function*> findFunction(const Module& module, const std::string& name) { return module.find(name, "the graph"); }
 
 Signature signatureOf(const Function& function) {
   Signature s{function.name(), {}, {}};

@@ -207,4 +207,16 @@ Function* Module::entry() const {
   return functions_.empty() ? nullptr : functions_.front().get();
 }
 
+Expected<Function*> Module::find(std::string_view name, const std::string& where) const {
+  if (name.empty()) {
+    if (Function* f = entry()) return f;
+    return Error(where + " has no functions");
+  }
+  if (name[0] == '@') name.remove_prefix(1);
+  if (Function* f = lookup(name)) return f;
+  std::string names;
+  for (const auto& f : functions_) names += (names.empty() ? "@" : ", @") + f->name();
+  return Error("no function @" + std::string(name) + " in " + where + " (functions: " + names + ")");
+}
+
 }  // namespace kiln

@@ -213,6 +213,9 @@ class Module {
   Function* lookup(std::string_view name) const;
   // `@main` if present, else the first function; null for an empty module.
   Function* entry() const;
+  // The function a user names: "" is the entry, "main" and "@main" the same one. Otherwise an
+  // error naming `where` (the file, "the graph") and listing the functions there are.
+  Expected<Function*> find(std::string_view name, const std::string& where) const;
 
  private:
   std::vector<std::unique_ptr<Function>> functions_;

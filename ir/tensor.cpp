@@ -107,4 +107,10 @@ Tensor Tensor::scalar(DType t, double v) {
   return out;
 }
 
+Tensor Tensor::copyOf(const TensorView& view) {
+  Tensor out(view.type);
+  if (out.byteSize() > 0) std::memcpy(out.data(), view.data, out.byteSize());
+  return out;
+}
+
 }  // namespace kiln

@@ -10,7 +10,6 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -90,11 +89,7 @@ std::vector<kiln::TensorView> toViews(const std::vector<Array>& arrays, const st
 // training step's), converted for `params` as toViews does.
 std::vector<kiln::Tensor> toTensors(const std::vector<Array>& arrays, const std::vector<kiln::ValueInfo>& params = {}) {
   std::vector<kiln::Tensor> converted, tensors;
-  for (const kiln::TensorView& v : toViews(arrays, params, converted)) {
-    kiln::Tensor t(v.type);
-    if (t.byteSize() > 0) std::memcpy(t.data(), v.data, t.byteSize());
-    tensors.push_back(std::move(t));
-  }
+  for (const kiln::TensorView& v : toViews(arrays, params, converted)) tensors.push_back(kiln::Tensor::copyOf(v));
   return tensors;
 }
 

@@ -35,13 +35,9 @@ Expected<std::unique_ptr<BenchInput>> BenchInput::open(const Function& f, const 
   }
   auto pipeline = InputPipeline::open(sources);
   if (!pipeline) return pipeline.error();
-  for (size_t k = 0; k < sources.size(); ++k) {
-    TensorType want = params[input->slots_[k]]->type(), got = (*pipeline)->types()[k];
-    want.shape[0] = got.shape[0];
-    if (got != want)
-      return Error("--data " + sources[k].name + ": %" + sources[k].name + " is " + params[input->slots_[k]]->type().str() +
-                   " (axis 0 is the batch), the data holds " + got.str());
-  }
+  for (size_t k = 0; k < sources.size(); ++k)
+    KILN_TRY(checkDataType("--data " + sources[k].name, sources[k].name, params[input->slots_[k]]->type(),
+                           (*pipeline)->types()[k], "the data holds"));
   InputPipelineOptions options;
   options.batch = input->batch_;
   options.seed = seed;

@@ -251,14 +251,9 @@ int run(const Command& c, const Args& args) {
   InputPipeline& input = **pipeline;
   for (size_t k = 0; k < dataParams.size(); ++k) {
     const Value* v = dataParams[k];
-    TensorType want = v->type(), got = input.types()[k];
-    if (want.rank() > 0) want.shape[0] = got.shape[0];
-    if (want.rank() == 0 || got != want) {
-      auto it = std::find_if(data->begin(), data->end(), [&](const NamedPath& d) { return d.name == v->name(); });
-      return fail(Error("--data " + v->name() + "=" + it->path + ": %" + v->name() + " is " + v->type().str() +
-                        " (axis 0 is the batch), the " + (sources[k].shards.size() > 1 ? "files hold " : "file holds ") +
-                        got.str()));
-    }
+    auto it = std::find_if(data->begin(), data->end(), [&](const NamedPath& d) { return d.name == v->name(); });
+    KILN_TRY_OR_FAIL(checkDataType("--data " + v->name() + "=" + it->path, v->name(), v->type(), input.types()[k],
+                                   sources[k].shards.size() > 1 ? "the files hold" : "the file holds"));
   }
   if (*batch > input.length())
     return fail(Error("--batch " + std::to_string(*batch) + " is larger than the dataset (" +

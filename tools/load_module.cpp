@@ -23,16 +23,7 @@ Expected<std::unique_ptr<Module>> loadModule(const std::string& path) {
 }
 
 Expected<Function*> selectEntry(const Module& module, const Args& args, const std::string& path) {
-  auto entry = args.get("--entry");
-  if (!entry) {
-    if (Function* f = module.entry()) return f;
-    return Error(path + " has no functions");
-  }
-  std::string name = !entry->empty() && (*entry)[0] == '@' ? entry->substr(1) : *entry;
-  if (Function* f = module.lookup(name)) return f;
-  std::string names;
-  for (const auto& f : module.functions()) names += (names.empty() ? "@" : ", @") + f->name();
-  return Error("no function @" + name + " in " + path + " (functions: " + names + ")");
+  return module.find(args.get("--entry").value_or(""), path);
 }
 
 Expected<LoadedEntry> loadEntry(const Args& args) {

@@ -23,6 +23,14 @@ Expected<std::vector<std::string>> expandShards(const std::string& path) {
   return shards;
 }
 
+Status checkDataType(const std::string& flag, const std::string& param, const TensorType& want, const TensorType& data,
+                     const std::string& holder) {
+  TensorType expected = want;
+  if (expected.rank() > 0 && data.rank() > 0) expected.shape[0] = data.shape[0];
+  if (want.rank() > 0 && data == expected) return {};
+  return Error(flag + ": %" + param + " is " + want.str() + " (axis 0 is the batch), " + holder + " " + data.str());
+}
+
 Tensor initialParam(const TensorType& type, uint64_t seed, int index) {
   Tensor t(type);  // zeros
   if (type.rank() < 2) return t;

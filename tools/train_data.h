@@ -15,6 +15,12 @@ namespace kiln::cli {
 // path.
 Expected<std::vector<std::string>> expandShards(const std::string& path);
 
+// Data of type `data` for parameter %`param` (of type `want`): the same type but for axis 0, the
+// samples. Else an error "`flag`: %param is T (axis 0 is the batch), `holder` U" (holder: "the
+// file holds", ...).
+Status checkDataType(const std::string& flag, const std::string& param, const TensorType& want, const TensorType& data,
+                     const std::string& holder);
+
 // A parameter's starting value: rank >= 2 (matrices [in,out], conv filters [O,I,kh,kw]) Glorot
 // uniform, U(-a, a) with a = sqrt(6 / (fan_in + fan_out)); rank 0 and 1 (biases) zeros. `index`
 // (the parameter's position) makes each parameter's stream different for one seed.

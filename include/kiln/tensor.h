@@ -11,6 +11,8 @@
 
 namespace kiln {
 
+struct TensorView;
+
 class Tensor {
  public:
   Tensor() = default;
@@ -44,6 +46,8 @@ class Tensor {
 
   // Scalar tensors, for tests and builders.
   static Tensor scalar(DType t, double v);
+  // A tensor of its own holding a copy of `view`'s elements (TensorView, below).
+  static Tensor copyOf(const TensorView& view);
 
  private:
   template <class T>
