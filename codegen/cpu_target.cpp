@@ -86,11 +86,10 @@ llvm::Value* horner(llvm::IRBuilder<>& b, llvm::ArrayRef<double> coefficients, l
 
 // 2^t for f32 t = x * (kHigh + kLow) as 2^n 2^f: n = roundeven(t), f = t - n computed with the
 // constant split in two (so f keeps its low bits), 2^f by a degree-6 polynomial on [-1/2, 1/2]
-// fitted for kiln (least squares on the relative error: 1 ulp). `wide`: n anywhere in
-// [-150, 128], applied as two normal factors 2^(n/2) 2^(n - n/2), so a result that overflows is inf
-// and one in the subnormal range is rounded once; else n must keep 2^n 2^f a normal float, and is
-// added to the exponent bits (two instructions fewer, for tanh's e^(2|x|) with |x| <= 10).
-llvm::Value* exp2Split(llvm::IRBuilder<>& b, llvm::Value* x, double kHigh, double kLow, bool wide) {
+// fitted for kiln (least squares on the relative error: 1 ulp). n may be anywhere in [-150, 128]:
+// 2^n is applied as two normal factors 2^(n/2) 2^(n - n/2), so a result that overflows is inf and
+// one in the subnormal range is rounded once.
+llvm::Value* exp2Split(llvm::IRBuilder<>& b, llvm::Value* x, double kHigh, double kLow) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
   llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(x, c(kHigh)));
@@ -100,7 +99,6 @@ llvm::Value* exp2Split(llvm::IRBuilder<>& b, llvm::Value* x, double kHigh, doubl
                                      0.009618489071726799, 0.0013399932067841291, 0.0001534580806037411};
   llvm::Value* fraction = horner(b, kExp2, f);
   llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
-  if (!wide) return b.CreateBitCast(b.CreateAdd(b.CreateBitCast(fraction, b.getInt32Ty()), b.CreateShl(whole, 23)), type);
   // 2^k for an integer k in [-126, 127]: its biased exponent in the float's exponent field.
   auto power = [&](llvm::Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), type); };
   llvm::Value* half = b.CreateAShr(whole, 1);
@@ -125,17 +123,35 @@ llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
                                         b.CreateSelect(b.CreateFCmpOGT(x, c(89.0)), c(89.0), x));
   clamped = b.CreateSelect(isNaN, c(0.0), clamped);  // no NaN reaches the integer conversion
   auto [high, low] = splitConstant(1.4426950408889634);  // log2(e)
-  return b.CreateSelect(isNaN, x, exp2Split(b, clamped, high, low, /*wide=*/true));
+  return b.CreateSelect(isNaN, x, exp2Split(b, clamped, high, low));
 }
 
-// f32 tanh in a few vector instructions and no call. Both halves for every lane, one selected,
-// the sign put back:
-//   |x| < 0.625:  x + x^3 P(x^2), P of degree 5 fitted for kiln (least squares on the relative
-//                 error over [0, 0.625]): under 1 ulp;
-//   |x| >= 0.625: 1 - 2 / (e^(2|x|) + 1), e^(2|x|) by exp2Split.
-// |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN is passed through (and kept
-// from the float-to-int conversion, which LLVM makes poison for NaN; under --fast-math the
-// builder's no-NaN flag lets LLVM drop these guards, as it may drop any NaN handling there).
+// e^t - 1 for f32 t in [0, 20] (tanh's 2|x|): t = n ln 2 + r with r in [-ln2/2, ln2/2] (r = t
+// exactly while t < ln2/2, so small t keeps every bit), e^r - 1 = r P(r) with P of degree 5
+// fitted for kiln (least squares on the relative error), and e^t - 1 = 2^n (e^r - 1) + (2^n - 1).
+llvm::Value* expm1Small(llvm::IRBuilder<>& b, llvm::Value* t) {
+  llvm::Type* type = t->getType();
+  auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
+  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(t, c(1.4426950408889634)));
+  auto [high, low] = splitConstant(0.6931471805599453);  // ln 2
+  llvm::Value* minusN = b.CreateFNeg(n);
+  llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {minusN, c(high), t});
+  r = b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {minusN, c(low), r});
+  static constexpr double kExpm1[] = {1.0, 0.4999999701976776, 0.16666506230831146, 0.041667137295007706,
+                                      0.008369074203073978, 0.0013888871762901545};
+  llvm::Value* fraction = b.CreateFMul(r, horner(b, kExpm1, r));
+  llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
+  llvm::Value* scale = b.CreateBitCast(b.CreateShl(b.CreateAdd(whole, b.getInt32(127)), 23), type);
+  return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {scale, fraction, b.CreateFSub(scale, c(1.0))});
+}
+
+// f32 tanh in a few vector instructions and no call: tanh |x| = q / (q + 2) with q = e^(2|x|) - 1
+// by expm1Small, the sign put back. One formula for every |x| (a polynomial for small |x| and
+// 1 - 2 / (e^(2|x|) + 1) for the rest, both computed for every lane and one selected, took ~20%
+// longer in the elementwise chain); at most 3 ulp, small |x| included, since expm1Small keeps
+// their bits. |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN is passed through
+// (and kept from the float-to-int conversion, which LLVM makes poison for NaN; under --fast-math
+// the builder's no-NaN flag lets LLVM drop these guards, as it may drop any NaN handling there).
 // tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
 llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
@@ -143,17 +159,9 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
   llvm::Value* magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value* capped = b.CreateSelect(b.CreateFCmpOGT(magnitude, c(10.0)), c(10.0), magnitude);
-  capped = b.CreateSelect(isNaN, c(0.0), capped);  // no NaN reaches exp2Split's integer conversion
-  // Small: x + x^3 P(x^2).
-  static constexpr double kTanhP[] = {-0.3333333134651184, 0.13333211839199066, -0.05394745245575905,
-                                      0.021703990176320076, -0.00818463321775198, 0.002148957457393408};
-  llvm::Value* y = b.CreateFMul(capped, capped);
-  llvm::Value* small = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
-                                         {b.CreateFMul(capped, y), horner(b, kTanhP, y), capped});
-  auto [high, low] = splitConstant(2.8853900817779268);  // 2 log2(e): e^(2|x|) = 2^(|x| 2 log2 e)
-  llvm::Value* e = exp2Split(b, capped, high, low, /*wide=*/false);
-  llvm::Value* large = b.CreateFSub(c(1.0), b.CreateFDiv(c(2.0), b.CreateFAdd(e, c(1.0))));
-  llvm::Value* tanh = b.CreateSelect(b.CreateFCmpOLT(capped, c(0.625)), small, large);
+  capped = b.CreateSelect(isNaN, c(0.0), capped);  // no NaN reaches the integer conversion
+  llvm::Value* q = expm1Small(b, b.CreateFAdd(capped, capped));
+  llvm::Value* tanh = b.CreateFDiv(q, b.CreateFAdd(q, c(2.0)));
   return b.CreateSelect(isNaN, x, b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, tanh, x));
 }
 
