@@ -311,6 +311,7 @@ llvm::Value* emitElementwise(ElementEmitter& e, const Op& op, const Index& index
     case OpKind::Iota: return iota(e, op, index);
     case OpKind::BatchNorm: return batchNorm(e, op, index);
     case OpKind::AllReduce: return e.emit(op.operand(0), index);  // one replica: the identity
+    case OpKind::Transfer: return e.emit(op.operand(0), index);   // one device: the identity
     case OpKind::Not: return b.CreateNot(e.emit(op.operand(0), index));
     default: break;
   }

@@ -31,6 +31,14 @@ Value* GraphBuilder::param(TensorType type, std::string name) {
   return block_->addArgument(std::move(type), std::move(name));
 }
 
+std::optional<int64_t> GraphBuilder::writtenDevice(const Value* v) {
+  const Op* def = v ? v->definingOp() : nullptr;
+  if (!def) return std::nullopt;
+  if (def->kind() == OpKind::Transfer) return def->intAttr("to");
+  const Attr* d = def->findAttr(kDeviceAttr);
+  return d ? std::optional<int64_t>(d->getInt()) : std::nullopt;
+}
+
 std::vector<Value*> GraphBuilder::append(std::unique_ptr<Op> op, const std::vector<TensorType>* annotated) {
   auto types = inferResultTypes(*op, annotated);
   if (!types) {
@@ -39,6 +47,7 @@ std::vector<Value*> GraphBuilder::append(std::unique_ptr<Op> op, const std::vect
   }
   op->setResultTypes(*types);
   if (loc_.known()) op->setLoc(loc_);
+  if (device_ && op->kind() != OpKind::Transfer && !op->findAttr(kDeviceAttr)) op->setAttr(kDeviceAttr, Attr(*device_));
   return block_->append(std::move(op))->results();
 }
 

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ class GraphBuilder {
   // Source location given to every op appended from now on (a pass building ops on behalf of
   // one written by the user, so that diagnostics and `kiln explain` point at it).
   void setLoc(SourceLoc loc) { loc_ = std::move(loc); }
+  // `device` attribute given to every op appended from now on but transfers (a pass building ops
+  // on behalf of a placed one: grad, an optimizer update); nullopt: none. writtenDevice reads it.
+  void setDevice(std::optional<int64_t> device) { device_ = device; }
+  static std::optional<int64_t> writtenDevice(const Value* v);
 
   Value* param(TensorType type, std::string name = "");
   // Appends an op with inferred result types; returns its only result (null on error).
@@ -62,6 +67,7 @@ class GraphBuilder {
   Function* function_ = nullptr;
   Block* block_;
   SourceLoc loc_;
+  std::optional<int64_t> device_;
   std::shared_ptr<std::optional<Error>> error_;  // shared with nested region builders
 };
 

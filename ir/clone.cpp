@@ -11,6 +11,8 @@ namespace {
 
 class Cloner {
  public:
+  explicit Cloner(std::unordered_map<const Value*, Value*>& map) : map_(map) {}
+
   void cloneBlock(const Block& from, Block& to) {
     for (size_t i = 0; i < from.numArguments(); ++i) {
       const Value* arg = from.argument(i);
@@ -27,21 +29,24 @@ class Cloner {
     return results;
   }
 
+  Op* cloneOp(const Op& op, Block& to) {
+    std::vector<Value*> operands;
+    for (const Value* v : op.operands()) operands.push_back(lookup(v));
+    std::vector<TensorType> types;
+    for (const Value* r : op.results()) types.push_back(r->type());
+    Op* copy = to.append(Op::create(op.kind(), operands, types, op.attrs(), op.loc()));
+    for (size_t i = 0; i < op.numResults(); ++i) {
+      copy->result(i)->setName(op.result(i)->name());
+      map_[op.result(i)] = copy->result(i);
+    }
+    for (size_t r = 0; r < op.numRegions(); ++r) cloneBlock(*op.region(r), *copy->addRegion());
+    return copy;
+  }
+
  private:
   void cloneOps(const Block& from, Block& to, bool terminator) {
-    for (const auto& op : from.ops()) {
-      if (!terminator && op.get() == from.terminator()) continue;
-      std::vector<Value*> operands;
-      for (const Value* v : op->operands()) operands.push_back(lookup(v));
-      std::vector<TensorType> types;
-      for (const Value* r : op->results()) types.push_back(r->type());
-      Op* copy = to.append(Op::create(op->kind(), operands, types, op->attrs(), op->loc()));
-      for (size_t i = 0; i < op->numResults(); ++i) {
-        copy->result(i)->setName(op->result(i)->name());
-        map_[op->result(i)] = copy->result(i);
-      }
-      for (size_t r = 0; r < op->numRegions(); ++r) cloneBlock(*op->region(r), *copy->addRegion());
-    }
+    for (const auto& op : from.ops())
+      if (terminator || op.get() != from.terminator()) cloneOp(*op, to);
   }
 
   Value* lookup(const Value* v) const {
@@ -49,7 +54,7 @@ class Cloner {
     KILN_INTERNAL_CHECK(it != map_.end(), "cloneFunction: a value is used before it is defined");
     return it->second;
   }
-  std::unordered_map<const Value*, Value*> map_;  // lookups only, never iterated
+  std::unordered_map<const Value*, Value*>& map_;  // lookups only, never iterated
 };
 
 }  // namespace
@@ -58,14 +63,18 @@ Function* cloneFunctionInto(Module& module, const Function& function, std::strin
   Function* copy = module.addFunction(std::move(name));
   copy->setLoc(function.loc());
   copy->setResultTypes(function.resultTypes());
-  Cloner().cloneBlock(function.body(), copy->body());
+  std::unordered_map<const Value*, Value*> map;
+  Cloner(map).cloneBlock(function.body(), copy->body());
   return copy;
 }
 
 std::vector<Value*> inlineBlock(const Block& from, Block& into, const std::vector<Value*>& args) {
   KILN_INTERNAL_CHECK(args.size() == from.numArguments(), "inlineBlock: one value per argument");
-  return Cloner().inlineBlock(from, into, args);
+  std::unordered_map<const Value*, Value*> map;
+  return Cloner(map).inlineBlock(from, into, args);
 }
+
+Op* cloneOp(const Op& op, Block& into, std::unordered_map<const Value*, Value*>& map) { return Cloner(map).cloneOp(op, into); }
 
 std::unique_ptr<Module> cloneFunction(const Function& function) {
   auto module = std::make_unique<Module>();

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/ir.h"
@@ -18,5 +19,8 @@ Function* cloneFunctionInto(Module& module, const Function& function, std::strin
 // Copies `from`'s ops except its terminator to the end of `into`, `args` standing for from's
 // arguments, and returns the copies of what the terminator returns (inlining a function body).
 std::vector<Value*> inlineBlock(const Block& from, Block& into, const std::vector<Value*>& args);
+// Appends a copy of `op`, regions included, to `into`: its operands are looked up in `map`, which
+// then maps its results to the copy's (building a function from some of another's ops).
+Op* cloneOp(const Op& op, Block& into, std::unordered_map<const Value*, Value*>& map);
 
 }  // namespace kiln

@@ -81,6 +81,7 @@ KILN_GRAD_RULE(select);
 KILN_GRAD_RULE(cast);
 KILN_GRAD_RULE(batchNorm);
 KILN_GRAD_RULE(allReduce);
+KILN_GRAD_RULE(transfer);
 // Reductions and row ops (grad_rules_reduction.cpp).
 KILN_GRAD_RULE(reduceSum);
 KILN_GRAD_RULE(reduceMean);

@@ -200,4 +200,9 @@ KILN_GRAD_RULE(batchNorm) {
 // The adjoint of a sum across replicas is the same sum of the cotangents (likewise for mean).
 KILN_GRAD_RULE(allReduce) { return std::vector<Value*>{ctx.op(OpKind::AllReduce, {dys[0]}, op.attrs())}; }
 
+// The gradient of a transfer is the transfer back.
+KILN_GRAD_RULE(transfer) {
+  return std::vector<Value*>{ctx.op(OpKind::Transfer, {dys[0]}, {{"from", *op.findAttr("to")}, {"to", *op.findAttr("from")}})};
+}
+
 }  // namespace kiln::grad

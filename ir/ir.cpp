@@ -101,6 +101,10 @@ void Op::setAttr(std::string_view name, Attr value) {
   attrs_.insert(pos, {std::string(name), std::move(value)});
 }
 
+void Op::removeAttr(std::string_view name) {
+  std::erase_if(attrs_, [&](const auto& a) { return a.first == name; });
+}
+
 Attr Op::attr(std::string_view name) const {
   if (const Attr* a = findAttr(name)) return *a;
   const AttrSpec* spec = info().findAttr(name);

@@ -111,6 +111,7 @@ class Op {
   const AttrList& attrs() const { return attrs_; }
   const Attr* findAttr(std::string_view name) const;
   void setAttr(std::string_view name, Attr value);
+  void removeAttr(std::string_view name);
   // The attribute's value, or its default. Internal error if the op has no such attribute.
   Attr attr(std::string_view name) const;
   int64_t intAttr(std::string_view name) const { return attr(name).getInt(); }

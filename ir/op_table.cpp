@@ -49,7 +49,8 @@ std::string_view dtypeSetName(DTypeSet set) {
 const AttrSpec* OpInfo::findAttr(std::string_view attrName) const {
   for (const AttrSpec& a : attrs)
     if (a.name == attrName) return &a;
-  return nullptr;
+  static const AttrSpec device{kDeviceAttr, AttrKind::Int, std::nullopt, false, "where its operands are"};
+  return attrName == kDeviceAttr && cls != OpClass::Terminator ? &device : nullptr;
 }
 
 namespace {
@@ -165,6 +166,9 @@ std::vector<OpInfo> buildTable() {
        grad::softmaxCrossEntropy},
       {K::AllReduce, "all_reduce", C::Collective, 1, 1, 0, D::Num, {optional("reduce", A::String, "sum")}, infer::unary, B::Elementwise,
        grad::allReduce},
+      // Moves a value between devices of a placed function (passes/placement.h); the identity on one.
+      {K::Transfer, "transfer", C::Elementwise, 1, 1, 0, D::Any, {required("from", A::Int), required("to", A::Int)}, infer::unary,
+       B::Elementwise, grad::transfer},
       {K::Map, "map", C::Region, 1, kAny, 1, D::Any, {}, infer::map, B::NestedMap},
       {K::While, "while", C::Region, 1, kAny, 2, D::Any, {}, infer::whileLoop, B::None},
       {K::Fusion, "fusion", C::Region, 0, 0, 1, D::Any,

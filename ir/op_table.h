@@ -39,7 +39,7 @@ class Context;
   X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d") X(MaxPool2dBackward, "max_pool2d_backward") \
   X(AvgPool2dBackward, "avg_pool2d_backward")                                                    \
   X(BatchNorm, "batch_norm") X(SoftmaxCrossEntropy, "softmax_cross_entropy")                     \
-  X(AllReduce, "all_reduce") X(Map, "map") X(While, "while") X(Fusion, "fusion") X(Return, "return") X(Yield, "yield")
+  X(AllReduce, "all_reduce") X(Transfer, "transfer") X(Map, "map") X(While, "while") X(Fusion, "fusion") X(Return, "return") X(Yield, "yield")
 
 enum class OpKind : uint16_t {
 #define KILN_OP_ENUM(e, n) e,
@@ -116,8 +116,13 @@ struct OpInfo {
   BatchRule batch;  // how vectorize batches it inside a map
   GradFn grad = nullptr;  // its derivative rule, for the `grad` transformation
 
+  // The op's own attributes, then `device` (kDeviceAttr), which every op but return and yield takes.
   const AttrSpec* findAttr(std::string_view attrName) const;
 };
+
+// `{device = N}`: the device an op runs on when a function is placed across devices
+// (passes/placement.h); a single-device run ignores it.
+inline constexpr std::string_view kDeviceAttr = "device";
 
 const OpInfo& opInfo(OpKind kind);
 std::optional<OpKind> lookupOp(std::string_view name);

@@ -81,6 +81,7 @@ class Backprop {
     std::vector<Op*> forward;
     for (const auto& op : f_.body().ops()) forward.push_back(op.get());
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) KILN_TRY(visit(**it));
+    b_.setDevice(std::nullopt);
     return b_.status();
   }
 
@@ -113,6 +114,9 @@ class Backprop {
       return {};
     }
     b_.setLoc(op.loc());
+    // Each gradient is computed where its forward op ran; a transfer's goes back to its source.
+    const Attr* device = op.kind() == OpKind::Transfer ? op.findAttr("from") : op.findAttr(kDeviceAttr);
+    b_.setDevice(device ? std::optional<int64_t>(device->getInt()) : std::nullopt);
     auto grads = op.info().grad(ctx_, op, dys);
     if (!grads) return Error(fmt::format("grad: {}: {}", op.name(), grads.error().message()), op.loc());
     if (Status s = b_.status(); !s) return Error(fmt::format("grad: {}: {}", op.name(), s.error().message()), op.loc());

@@ -77,6 +77,7 @@ UpdatedParams appendOptimizerUpdate(GraphBuilder& b, const OptimizerConfig& c, c
   for (size_t i = 0; i < params.size(); ++i) {
     Value* p = params[i];
     Value* g = grads[i];
+    b.setDevice(GraphBuilder::writtenDevice(g));  // a placed step updates each parameter where its gradient is
     DType dt = p ? p->type().dtype : DType::F32;
     auto s = [&](double v) { return b.scalar(dt, v); };
     Value* lrT = inDType(b, lr, dt);
@@ -114,6 +115,7 @@ UpdatedParams appendOptimizerUpdate(GraphBuilder& b, const OptimizerConfig& c, c
     }
     out.params.push_back(np);
   }
+  b.setDevice(std::nullopt);
   return out;
 }
 

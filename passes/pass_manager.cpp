@@ -12,6 +12,7 @@
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/placement.h"
 #include "passes/share_kernels.h"
 #include "passes/decompose.h"
 #include "passes/fusion.h"
@@ -41,6 +42,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"share-kernels",
        "kernels equal but for one-element constants read those constants as data and compile once",
        shareKernels},
+      {"place",
+       "give every op of a function placed across devices ({device = N}) a device and a transfer at every crossing",
+       place},
       {"schedule-collectives",
        "move each all_reduce, with the ops it needs, to right after them, so reductions overlap the backward pass",
        scheduleCollectives},

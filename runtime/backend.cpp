@@ -2,10 +2,13 @@
 // (when this kiln was built with the toolkit's headers and the machine has a driver and a GPU).
 #include "runtime/backend.h"
 
+#include "ir/clone.h"
 #include "ir/interp/interpreter.h"
+#include "passes/placement.h"
 #include "runtime/collectives/all_reduce_step.h"
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
+#include "runtime/placed_executable.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/context.h"
 #endif
@@ -71,11 +74,23 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
     compileOptions.dumpDir = options.dumpDir;
     compileOptions.disabledPasses = options.disabledPasses;
     compileOptions.profile = options.profile;
+    if (options.devices > 0) {
+      auto placed = PlacedExecutable::compile(function, options.devices, compileOptions);
+      if (!placed) return placed.error();
+      return (*placed)->run(inputs);
+    }
     auto exe = Executable::compile(function, compileOptions);
     if (!exe) return exe.error();
     ExecuteOptions executeOptions;
     executeOptions.maxWhileIterations = options.maxWhileIterations;
     return (*exe)->run(inputs, executeOptions);
+  }
+  if (options.devices > 0) {  // the placement's errors, then the same values as one device
+    std::unique_ptr<Module> placed = cloneFunction(function);
+    KILN_TRY(passes::placeDevices(*placed->functions().front(), options.devices));
+    RunOptions one = options;
+    one.devices = 0;
+    return runFunction(*placed->functions().front(), inputs, one);
   }
   InterpretOptions interpretOptions;
   interpretOptions.maxWhileIterations = options.maxWhileIterations;

@@ -30,6 +30,10 @@ struct RunOptions {
   std::vector<std::string> disabledPasses;
   // Compiled backends: each compile stage's time and peak memory land here (ir/compile_profile.h).
   CompileProfile* profile = nullptr;
+  // Run the function placed across this many devices (runtime/placed_executable.h; the cpu
+  // backend, and the interpreter, which checks the placement and runs it as one). 0: on one
+  // device, where `device` attributes and transfers change nothing.
+  int devices = 0;
 };
 
 // Runs `function` on `inputs` (one per parameter, exact types) on the resolved backend.

@@ -29,6 +29,7 @@ namespace codegen {
 class CpuJit;
 }
 class OnednnCall;
+class ThreadPool;
 namespace cuda {
 class Program;
 }
@@ -88,6 +89,9 @@ struct ExecuteOptions {
   // k4_all_reduce" (its reduction across replicas queued), "wait k4_all_reduce" (the host, or the
   // compute stream, waits for it). Off when null.
   std::vector<std::string>* schedule = nullptr;
+  // CPU: the threads generated kernels run on (one device's share of the cores when a placed
+  // function runs across devices, runtime/placed_executable.h). Null: ThreadPool::shared().
+  ThreadPool* threads = nullptr;
 };
 
 // Ok when `given` are exactly the parameter types of `function`; else "@f takes 2 inputs, got 1"

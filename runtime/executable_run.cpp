@@ -182,7 +182,8 @@ class ExecutionContext {
     int32_t firstStatus = 0;
     if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
     auto start = std::chrono::steady_clock::now();
-    ThreadPool::shared().parallelFor(kernel.items, kernel.grain, [&](int64_t begin, int64_t end) {
+    ThreadPool& threads = options_.threads ? *options_.threads : ThreadPool::shared();
+    threads.parallelFor(kernel.items, kernel.grain, [&](int64_t begin, int64_t end) {
       int32_t status = 0;
       kernel.fn(args.data(), &status, begin, end);
       if (status == 0) return;

@@ -6,13 +6,16 @@
 
 #include "ir/interp/interpreter.h"
 #include "runtime/checkpoint.h"
+#include "passes/placement.h"
 #include "runtime/executable.h"
+#include "runtime/placed_executable.h"
 
 namespace kiln {
 
 struct TrainStep::Fn {
   const Function* function = nullptr;
-  std::unique_ptr<Executable> exe;  // null: the interpreter runs `function`
+  std::unique_ptr<Executable> exe;  // null: the interpreter runs `function` (or `placed` does)
+  std::unique_ptr<PlacedExecutable> placed;  // across devices (TrainOptions::devices)
 };
 
 TrainStep::~TrainStep() {
@@ -93,6 +96,7 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   Module& m = *t->module_;
   auto specialized = passes::specializeBatch(m, f, layout->dataIndex, t->micro_, f.name() + "_batch" + std::to_string(t->micro_));
   if (!specialized) return specialized.error();
+  if (options.devices > 0) KILN_TRY(passes::placeDevices(**specialized, options.devices));
   auto compile = [&](const Function* fn) -> Expected<std::unique_ptr<Fn>> {
     auto out = std::make_unique<Fn>();
     out->function = fn;
@@ -100,6 +104,12 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
     codegen::CompileOptions co;
     co.target = t->backend_ == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
     co.disabledPasses = options.disabledPasses;
+    if (options.devices > 0) {
+      auto placed = PlacedExecutable::compile(*fn, options.devices, co);
+      if (!placed) return placed.error();
+      out->placed = std::move(*placed);
+      return out;
+    }
     auto exe = Executable::compile(*fn, co);
     if (!exe) return exe.error();
     out->exe = std::move(*exe);
@@ -141,6 +151,7 @@ Status TrainStep::checkData(const std::vector<Tensor>& data) const {
 
 Expected<std::vector<Tensor>> TrainStep::runHost(const Fn& fn, const std::vector<Tensor>& inputs) const {
   if (fn.exe) return fn.exe->run(inputs);
+  if (fn.placed) return fn.placed->run(inputs);
   return interpret(*fn.function, inputs);
 }
 

@@ -33,6 +33,10 @@ struct TrainOptions {
   int64_t accumulate = 1;   // micro-batches per update (batch / accumulate samples each)
   Backend backend = Backend::Cpu;
   std::vector<std::string> disabledPasses;  // compiled backends (codegen::CompileOptions)
+  // Train f placed across this many devices (its `device` attributes; runtime/placed_executable.h):
+  // placed before differentiation, so each gradient is computed where its forward op ran and
+  // crosses back by the transfer's gradient, a transfer back. 0: one device.
+  int devices = 0;
 };
 
 struct StepResult {

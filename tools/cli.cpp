@@ -125,4 +125,20 @@ bool parseBucketBytes(const Command& command, const Args& args, int64_t& bytes) 
   return true;
 }
 
+FlagSpec devicesFlag() {
+  return {"--devices", "N", "run the function's placement ({device = K} on ops) on N devices (docs/parallelism.md)"};
+}
+
+bool parseDevices(const Command& command, const Args& args, int& devices) {
+  auto text = args.get("--devices");
+  if (!text) return true;
+  auto n = parseInteger<int64_t>(*text);
+  if (!n || *n < 1 || *n > kMaxDevices) {
+    usageError(command, "--devices takes a device count from 1 to " + std::to_string(kMaxDevices) + ", got '" + *text + "'");
+    return false;
+  }
+  devices = static_cast<int>(*n);
+  return true;
+}
+
 }  // namespace kiln::cli

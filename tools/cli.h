@@ -61,6 +61,11 @@ bool parseDisabledPasses(const Command& command, const Args& args, std::vector<s
 // (printed; returns false).
 FlagSpec bucketBytesFlag();
 bool parseBucketBytes(const Command& command, const Args& args, int64_t& bytes);
+// --devices N (run, opt, explain, train, bench): run a placed function on N devices. Leaves
+// `devices` alone when absent; anything but 1 to kMaxDevices is a usage error (printed; false).
+constexpr int kMaxDevices = 64;
+FlagSpec devicesFlag();
+bool parseDevices(const Command& command, const Args& args, int& devices);
 
 // The subcommands, each in its own file.
 Command checkCommand();

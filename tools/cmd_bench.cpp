@@ -17,6 +17,7 @@
 #include "runtime/memory_check.h"
 #include "tools/bench_data_parallel.h"
 #include "tools/bench_input.h"
+#include "tools/bench_placed.h"
 #include "tools/bench_gpusim.h"
 #include "tools/bench_report.h"
 #include "tools/cli.h"
@@ -76,6 +77,9 @@ int run(const Command& c, const Args& args) {
   }
   codegen::CompileOptions compileOptions;
   if (!parseDisabledPasses(c, args, compileOptions.disabledPasses)) return kExitUsage;
+  int devices = 0;
+  if (!parseDevices(c, args, devices)) return kExitUsage;
+  if (devices > 0 && args.has("--data")) return usageError(c, "--devices and --data do not go together yet");
   bool json = args.has("--json");
   std::optional<GpuSpec> model;
   if (auto s = args.get("--model")) {
@@ -122,6 +126,7 @@ int run(const Command& c, const Args& args) {
   }
 
   compileOptions.target = *backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
+  if (devices > 0) return benchPlaced(f, *inputs, compileOptions, {devices, warmup, reps, json});
   auto exe = Executable::compile(f, compileOptions);
   if (!exe) {
     reportError(exe.error());
@@ -313,7 +318,8 @@ int run(const Command& c, const Args& args) {
 Command benchCommand() {
   Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
             "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH]...\n"
-            "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200] [--data NAME=PATH,... [--prefetch N]]",
+            "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200] [--data NAME=PATH,... [--prefetch N]]\n"
+            "                [--devices N]",
             "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
             "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
             "the median time of the whole step and of each kernel, the bytes each moves per second\n"
@@ -332,7 +338,10 @@ Command benchCommand() {
             "sector efficiency, bank conflicts, blocks, occupancy, SM coverage, warp instructions), JSON\n"
             "lines marked \"simulated\": true, and the simulator's own wall clock per step over --reps\n"
             "runs (default 1; --warmup is not used: the counted run comes first). --model picks the GPU\n"
-            "whose published figures the counters are modelled with (h100, the default, or h200).",
+            "whose published figures the counters are modelled with (h100, the default, or h200).\n"
+            "--devices N times a function placed across devices (cpu): each stage's start, transfer and\n"
+            "compute time, how busy each device is over the step, and the same function on one device,\n"
+            "run alternately with it (docs/parallelism.md).",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "cpu, cuda or auto (default auto)"},
              {"--reps", "N", "timed runs (default 50)"},
@@ -343,6 +352,7 @@ Command benchCommand() {
              {"--prefetch", "N", "with --data: batches read ahead (default 2)"},
              {"--json", "", "one JSON line per kernel and for the step"},
              {"--model", "GPU", "simulator only: model the counters for h100 (default) or h200"},
+             devicesFlag(),
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

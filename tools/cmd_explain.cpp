@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include "codegen/kernel_report.h"
+#include "ir/clone.h"
+#include "passes/partition.h"
+#include "passes/placement.h"
 #include "tools/cli.h"
 
 namespace kiln::cli {
@@ -30,6 +33,44 @@ void printRemark(const passes::Remark& r) {
   fmt::print("{}remark: [{}] {}\n", where, r.pass, r.message);
 }
 
+// Where a stage input comes from, for the stage listing: "%h: transfer from device 0 (main.d0.s0), 4096 bytes".
+std::string sourceText(const passes::Partition& p, const passes::StageSource& s, const Value& param) {
+  std::string from = s.stage < 0 ? "parameter " + std::to_string(s.index) : p.stages[s.stage].function->name();
+  if (!s.transfer) return fmt::format("%{}: {} on this device", param.name(), from);
+  return fmt::format("%{}: transfer from device {} ({}), {} bytes", param.name(), s.from, from, param.type().byteSize());
+}
+
+// kiln explain --devices N: the placed function's stages in the order they start, each with where
+// its inputs come from and its kernels.
+int explainStages(const Function& entry, int devices, const codegen::CompileOptions& options) {
+  std::unique_ptr<Module> module = cloneFunction(entry);
+  Function& placed = *module->functions().front();
+  if (Status s = passes::placeDevices(placed, devices); !s) {
+    reportError(s.error());
+    return kExitError;
+  }
+  auto partition = passes::partitionByDevice(placed);
+  if (!partition) {
+    reportError(partition.error());
+    return kExitError;
+  }
+  fmt::print("@{} on {} devices: {} stage{}\n", entry.name(), devices, partition->stages.size(),
+             partition->stages.size() == 1 ? "" : "s");
+  for (const passes::Stage& stage : partition->stages) {
+    fmt::print("\nstage {} on device {}:\n", stage.function->name(), stage.device);
+    std::vector<Value*> params = stage.function->params();
+    for (size_t i = 0; i < params.size(); ++i) fmt::print("  input {}\n", sourceText(*partition, stage.inputs[i], *params[i]));
+    auto report = codegen::reportPlan(*stage.function, options);
+    if (!report) {
+      reportError(report.error());
+      return kExitError;
+    }
+    for (const KernelReport& k : report->kernels) printKernel(k);
+    fmt::print("{}\n", totalsText(*report));
+  }
+  return kExitOk;
+}
+
 int run(const Command& c, const Args& args) {
   if (args.positional.size() != 1)
     return usageError(c, args.positional.empty() ? "missing FILE" : "expected one FILE, got " + std::to_string(args.positional.size()));
@@ -38,12 +79,15 @@ int run(const Command& c, const Args& args) {
   if (target != "cuda" && target != "cpu") return usageError(c, "unknown --target '" + target + "' (expected cpu or cuda)");
   options.target = target == "cuda" ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
+  int devices = 0;
+  if (!parseDevices(c, args, devices)) return kExitUsage;
 
   auto loaded = loadEntry(args);
   if (!loaded) {
     reportError(loaded.error());
     return kExitError;
   }
+  if (devices > 0) return explainStages(*loaded->entry, devices, options);
   auto report = codegen::reportPlan(*loaded->entry, options);
   if (!report) {
     reportError(report.error());
@@ -71,7 +115,7 @@ int run(const Command& c, const Args& args) {
 
 Command explainCommand() {
   Command c{"explain", "show the kernels a function becomes, with their ops, bytes and the passes' remarks",
-            "kiln explain FILE [--entry NAME] [--target cpu|cuda] [--disable-passes LIST]",
+            "kiln explain FILE [--entry NAME] [--target cpu|cuda] [--devices N] [--disable-passes LIST]",
             "Runs the pass pipeline on the entry function of FILE (@main, else the first; - reads\n"
             "standard input) and plans its kernels, without compiling them. Prints each kernel in the\n"
             "order it runs: its name and layout (loop over the outputs' shapes, or row: rows x inner),\n"
@@ -79,9 +123,13 @@ Command explainCommand() {
             "(its outputs) per launch; kernels inside a map or while body say so and count one\n"
             "iteration. Then every pass's remarks as `file:line:col: remark: [pass] message` (why a map\n"
             "stayed a loop, why two ops were not fused), and the totals: kernels and bytes moved, with\n"
-            "the pipeline as given and with fusion disabled too, to see what fusion saved.",
+            "the pipeline as given and with fusion disabled too, to see what fusion saved.\n"
+            "--devices N explains a function placed across devices instead: its stages (the parts of one\n"
+            "device that run without waiting for another) in order, where each stage's inputs come from\n"
+            "(transfers from other devices, with their bytes) and each stage's kernels.",
             {{"--entry", "NAME", "function to explain (default @main, else the first)"},
              {"--target", "NAME", "cpu (the default) or cuda: the target the plan is for"},
+             devicesFlag(),
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

@@ -7,6 +7,7 @@
 #include "codegen/dump.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
+#include "passes/placement.h"
 #include "tools/cli.h"
 
 namespace kiln::cli {
@@ -49,7 +50,13 @@ int runOpt(const Command& command, const Args& args) {
       return kExitError;
     }
   }
-  Status ran = passes::runPasses(**module, names, options);
+  int devices = 0;
+  if (!parseDevices(command, args, devices)) return kExitUsage;
+  Status ran;
+  if (devices > 0)  // placement first, with the device count checked, then the passes asked for
+    for (const auto& f : (*module)->functions())
+      if (ran && passes::isPlaced(*f)) ran = passes::placeDevices(*f, devices);
+  if (ran) ran = passes::runPasses(**module, names, options);
   // Remarks of the passes that ran come first, also when a later pass failed.
   for (const passes::Remark& r : remarks) printRemark(r);
   if (!ran) {
@@ -63,16 +70,20 @@ int runOpt(const Command& command, const Args& args) {
 
 Command optCommand() {
   Command c{"opt", "run passes over a .kiln file and print the result",
-            "kiln opt FILE --passes=P1,P2,... [--remarks] [--print-after-all] [--dump-dir DIR]\n       kiln opt --list-passes",
+            "kiln opt FILE --passes=P1,P2,... [--devices N] [--remarks] [--print-after-all] [--dump-dir DIR]\n"
+            "       kiln opt --list-passes",
             "Parses and verifies FILE (- for standard input), runs the named passes in order over every\n"
             "function, verifying after each, and prints the module in canonical form on stdout.\n"
             "--remarks prints the passes' remarks on stderr, one a line, as\n"
             "`file:line:col: remark: [pass] message` (why a map stayed a loop, say).\n"
             "--print-after-all prints the module after each pass on stderr, headed `# IR after <pass>`;\n"
             "--dump-dir DIR writes 00-input.kiln and then NN-<pass>.kiln after each pass.\n"
+            "--devices N places every function placed across devices ({device = K} on ops) on N devices\n"
+            "first, as `kiln run --devices N` does: each op gets its device and each crossing a transfer.\n"
             "An unknown pass name exits 2 with the list of passes.",
             {{"--passes", "LIST", "comma-separated passes to run in order (see --list-passes)"},
              {"--list-passes", "", "list the passes and exit"},
+             devicesFlag(),
              {"--remarks", "", "print the passes' remarks (decisions such as a map kept as a loop) on stderr"},
              {"--print-after-all", "", "print the module after every pass on stderr"},
              {"--dump-dir", "DIR", "write 00-input.kiln and NN-<pass>.kiln after each pass to DIR"},

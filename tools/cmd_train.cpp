@@ -175,6 +175,8 @@ int run(const Command& c, const Args& args) {
   }
   int64_t bucketBytes = passes::TrainSpec{}.bucketBytes;
   if (!parseBucketBytes(c, args, bucketBytes)) return kExitUsage;
+  int devices = 0;
+  if (!parseDevices(c, args, devices)) return kExitUsage;
   const bool printStep = args.has("--print-step");
   int64_t localReplicas = 1;
   if (auto replicas = args.get("--replicas")) {
@@ -209,6 +211,7 @@ int run(const Command& c, const Args& args) {
   options.batch = *batch / replicas;  // this replica's share of each update
   options.accumulate = *accumulate;
   options.backend = requested;
+  options.devices = devices;
   std::vector<Tensor> init;
   for (size_t i = 0; i < params->size(); ++i) {
     const NamedPath& p = (*params)[i];
@@ -365,7 +368,9 @@ Command trainCommand() {
             "optimizer state exactly. Under `mpirun -np N` (or with --replicas N) the N ranks train\n"
             "data-parallel: rank 0's parameters are broadcast, each rank takes batch / N samples of every\n"
             "global batch, gradients are averaged across ranks before each update, and rank 0 alone\n"
-            "prints, logs and saves. See docs/training.md.",
+            "prints, logs and saves. --devices N trains a function placed across devices ({device = K}\n"
+            "on its ops) on N devices, each gradient computed where its forward op ran. See\n"
+            "docs/training.md and docs/parallelism.md.",
             {{"--params", "LIST", "parameters to train, NAME or NAME=INIT.npy, comma-separated"},
              {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples); a glob pattern (x_*.npy) names shards"},
              {"--batch", "B", "samples per update"},
@@ -383,6 +388,7 @@ Command trainCommand() {
              {"--seed", "S", "seed of the shuffles and the initial parameters (default 0)"},
              {"--replicas", "N", "data-parallel over N local ranks: runs itself under mpirun -np N (docs/training.md)"},
              bucketBytesFlag(),
+             devicesFlag(),
              {"--collective-timeout", "SECONDS",
               "a collective (MPI or NCCL) stalled this long means a rank died: abort all (default 300)"},
              {"--print-step", "",

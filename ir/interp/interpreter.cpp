@@ -111,6 +111,8 @@ Expected<Tensor> runKernel(const Op& op, const std::vector<const Tensor*>& in) {
     case OpKind::CheckRange: return checkRange(op, *in[0]);
     // One replica: the sum and the mean over replicas are both the value itself.
     case OpKind::AllReduce: return *in[0];
+    // The values of a placed function are the same on every device.
+    case OpKind::Transfer: return *in[0];
     case OpKind::Map:
     case OpKind::While:
     case OpKind::Fusion:

@@ -156,6 +156,8 @@ Cases layoutCases() {
   }
   check("all_reduce", {"f32[3]"}, "reduce = \"mean\"");
   check("all_reduce", {"i64[3]"});
+  check("transfer", {"f32[3]"}, "from = 0, to = 1");
+  check("transfer", {"bf16[2,3]"}, "from = 1, to = 0");
   return check.cases;
 }
 

@@ -114,6 +114,7 @@ std::vector<OpCase> opCases() {
   cases.push_back({"softmax_cross_entropy", "func @main(%l: f32[4,5], %t: i64[4]) -> f32[] {\n"
                                             "  %y = softmax_cross_entropy %l, %t\n  return %y\n}\n"});
   cases.push_back({"all_reduce", unary("all_reduce", "f32", " {reduce = \"mean\"}")});
+  cases.push_back({"transfer", unary("transfer", "f32", " {from = 0, to = 1}")});
   cases.push_back({"map", "func @main(%xs: f32[4,8], %s: f32[4]) -> f32[4,8] {\n"
                           "  %ys = map %xs, %s (%x: f32[8], %t: f32[]) {\n    %u = mul %x, %t\n    %v = tanh %u\n"
                           "    yield %v\n  }\n  return %ys\n}\n"});

@@ -1,0 +1,69 @@
+// A function placed across devices (passes/placement.h) run as one: cut into stages
+// (passes/partition.h), each compiled to an Executable of its own, run by one thread per device.
+// A device runs its stages in order, each as soon as its inputs are there; devices run at once.
+//
+// On the CPU, `devices` splits the machine: each device has its own threads (an equal share of
+// the cores, at least one) and each stage run its own memory, and a transfer copies a value into
+// memory of the destination device (made by the destination's thread as its stage starts, so the
+// source device goes on computing meanwhile). The results equal a single-device run's.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/compile_options.h"
+#include "ir/ir.h"
+#include "ir/tensor.h"
+#include "passes/partition.h"
+
+namespace kiln {
+
+class Executable;
+class ThreadPool;
+
+// What one run did, per stage (in Partition order), for kiln bench and the tests.
+struct PlacedRunStats {
+  struct StageTime {
+    int device = 0;
+    std::string name;          // the stage function, "main.d1.s1"
+    double startMs = 0;        // since the run started
+    double computeMs = 0;      // the stage's executable
+    double transferMs = 0;     // copying its inputs from other devices
+    int64_t transferBytes = 0;
+  };
+  std::vector<StageTime> stages;
+  double wallMs = 0;
+};
+
+class PlacedExecutable {
+ public:
+  // Places a copy of `function` on `devices` devices (device indices past it are errors at their
+  // op), partitions it and compiles every stage for options.target (the CPU: cuda runs one
+  // device per process so far, and says so).
+  static Expected<std::unique_ptr<PlacedExecutable>> compile(const Function& function, int devices,
+                                                             const codegen::CompileOptions& options);
+  ~PlacedExecutable();
+
+  // Runs on `inputs` (one per parameter of the function, exact types); the results are the
+  // function's. May be called from several threads at once.
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, PlacedRunStats* stats = nullptr) const;
+
+  // The function with every op placed and its transfers, as `kiln opt --devices N` prints it.
+  const Function& placedFunction() const { return *placed_; }
+  const passes::Partition& partition() const { return partition_; }
+  int devices() const { return devices_; }
+  // Stage i's executable (null for a stage without results, which never runs).
+  const Executable* stageExecutable(size_t i) const { return stages_[i].get(); }
+
+ private:
+  PlacedExecutable() = default;
+  std::unique_ptr<Module> module_;  // owns placed_
+  const Function* placed_ = nullptr;
+  passes::Partition partition_;
+  int devices_ = 1;
+  std::vector<std::unique_ptr<Executable>> stages_;
+  std::vector<std::unique_ptr<ThreadPool>> threads_;  // one per device
+};
+
+}  // namespace kiln
