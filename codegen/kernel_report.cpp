@@ -9,6 +9,7 @@
 #include "codegen/optimize.h"
 #include "codegen/matmul_tile.h"
 #include "codegen/transpose_tile.h"
+#include "ir/op_cost.h"
 
 namespace kiln::codegen {
 
@@ -49,16 +50,7 @@ std::string cpuStrategy(const KernelGroup& group) {
 
 double flopsOf(const KernelGroup& group) {
   double flops = 0;
-  for (const Op* op : group.ops) {
-    double outputs = static_cast<double>(op->result(0)->type().numElements());
-    if (op->kind() == OpKind::Matmul) {
-      const Shape& a = op->operand(0)->type().shape;
-      flops += 2 * outputs * static_cast<double>(a.back());
-    } else if (op->kind() == OpKind::Conv2d) {
-      const Shape& w = op->operand(1)->type().shape;
-      flops += 2 * outputs * static_cast<double>(w[1] * w[2] * w[3]);
-    }
-  }
+  for (const Op* op : group.ops) flops += denseFlops(*op);
   return flops;
 }
 

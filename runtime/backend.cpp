@@ -5,6 +5,7 @@
 #include "ir/clone.h"
 #include "ir/interp/interpreter.h"
 #include "passes/placement.h"
+#include "passes/split_devices.h"
 #include "runtime/collectives/all_reduce_step.h"
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
@@ -75,7 +76,7 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
     compileOptions.disabledPasses = options.disabledPasses;
     compileOptions.profile = options.profile;
     if (options.devices > 0) {
-      auto placed = PlacedExecutable::compile(function, options.devices, compileOptions);
+      auto placed = PlacedExecutable::compile(function, options.devices, compileOptions, options.split);
       if (!placed) return placed.error();
       return (*placed)->run(inputs);
     }
@@ -87,10 +88,11 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
   }
   if (options.devices > 0) {  // the placement's errors, then the same values as one device
     std::unique_ptr<Module> placed = cloneFunction(function);
-    KILN_TRY(passes::placeDevices(*placed->functions().front(), options.devices));
+    Function& f = *placed->functions().front();
+    KILN_TRY(options.split ? passes::splitAcrossDevices(f, options.devices) : passes::placeDevices(f, options.devices));
     RunOptions one = options;
     one.devices = 0;
-    return runFunction(*placed->functions().front(), inputs, one);
+    return runFunction(f, inputs, one);
   }
   InterpretOptions interpretOptions;
   interpretOptions.maxWhileIterations = options.maxWhileIterations;

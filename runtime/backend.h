@@ -34,6 +34,7 @@ struct RunOptions {
   // backend, and the interpreter, which checks the placement and runs it as one). 0: on one
   // device, where `device` attributes and transfers change nothing.
   int devices = 0;
+  bool split = false;  // with devices: place a function without placement across them by compute
 };
 
 // Runs `function` on `inputs` (one per parameter, exact types) on the resolved backend.

@@ -12,6 +12,7 @@
 
 #include "ir/clone.h"
 #include "passes/placement.h"
+#include "passes/split_devices.h"
 #include "runtime/executable.h"
 #include "runtime/thread_pool.h"
 
@@ -20,7 +21,7 @@ namespace kiln {
 PlacedExecutable::~PlacedExecutable() = default;
 
 Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Function& function, int devices,
-                                                                      const codegen::CompileOptions& options) {
+                                                                      const codegen::CompileOptions& options, bool split) {
   if (devices < 1) return Error("--devices must be at least 1, not " + std::to_string(devices));
   if (options.target != codegen::Target::Cpu)
     return Error("a function placed across devices runs on the cpu backend so far (--backend cpu): the cuda "
@@ -29,7 +30,7 @@ Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Func
   exe->devices_ = devices;
   exe->module_ = cloneFunction(function);
   Function& placed = *exe->module_->functions().front();
-  KILN_TRY(passes::placeDevices(placed, devices));
+  KILN_TRY(split ? passes::splitAcrossDevices(placed, devices) : passes::placeDevices(placed, devices));
   exe->placed_ = &placed;
   auto partition = passes::partitionByDevice(placed);
   if (!partition) return partition.error();

@@ -39,10 +39,11 @@ struct PlacedRunStats {
 class PlacedExecutable {
  public:
   // Places a copy of `function` on `devices` devices (device indices past it are errors at their
-  // op), partitions it and compiles every stage for options.target (the CPU: cuda runs one
-  // device per process so far, and says so).
+  // op; `split`: a function without placement is split across them by compute,
+  // passes/split_devices.h), partitions it and compiles every stage for options.target (the CPU:
+  // cuda runs one device per process so far, and says so).
   static Expected<std::unique_ptr<PlacedExecutable>> compile(const Function& function, int devices,
-                                                             const codegen::CompileOptions& options);
+                                                             const codegen::CompileOptions& options, bool split = false);
   ~PlacedExecutable();
 
   // Runs on `inputs` (one per parameter of the function, exact types); the results are the

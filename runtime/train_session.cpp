@@ -7,6 +7,7 @@
 #include "ir/interp/interpreter.h"
 #include "runtime/checkpoint.h"
 #include "passes/placement.h"
+#include "passes/split_devices.h"
 #include "runtime/executable.h"
 #include "runtime/placed_executable.h"
 
@@ -96,7 +97,9 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   Module& m = *t->module_;
   auto specialized = passes::specializeBatch(m, f, layout->dataIndex, t->micro_, f.name() + "_batch" + std::to_string(t->micro_));
   if (!specialized) return specialized.error();
-  if (options.devices > 0) KILN_TRY(passes::placeDevices(**specialized, options.devices));
+  if (options.devices > 0)
+    KILN_TRY(options.split ? passes::splitAcrossDevices(**specialized, options.devices)
+                           : passes::placeDevices(**specialized, options.devices));
   auto compile = [&](const Function* fn) -> Expected<std::unique_ptr<Fn>> {
     auto out = std::make_unique<Fn>();
     out->function = fn;

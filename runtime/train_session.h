@@ -37,6 +37,7 @@ struct TrainOptions {
   // placed before differentiation, so each gradient is computed where its forward op ran and
   // crosses back by the transfer's gradient, a transfer back. 0: one device.
   int devices = 0;
+  bool split = false;  // with devices: place an f without placement across them by compute
 };
 
 struct StepResult {

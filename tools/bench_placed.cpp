@@ -17,7 +17,7 @@ namespace kiln::cli {
 
 int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const codegen::CompileOptions& options,
                 const PlacedBenchSetup& setup) {
-  auto placed = PlacedExecutable::compile(f, setup.devices, options);
+  auto placed = PlacedExecutable::compile(f, setup.devices, options, setup.split);
   if (!placed) {
     reportError(placed.error());
     return kExitError;

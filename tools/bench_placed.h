@@ -13,6 +13,7 @@ namespace kiln::cli {
 
 struct PlacedBenchSetup {
   int devices = 2;
+  bool split = false;  // place the function across the devices by compute first
   int warmup = 5, reps = 50;
   bool json = false;
 };

@@ -129,15 +129,24 @@ FlagSpec devicesFlag() {
   return {"--devices", "N", "run the function's placement ({device = K} on ops) on N devices (docs/parallelism.md)"};
 }
 
-bool parseDevices(const Command& command, const Args& args, int& devices) {
+FlagSpec splitFlag() {
+  return {"--split", "", "with --devices N: place a function without placement across the N devices by compute"};
+}
+
+bool parseDevices(const Command& command, const Args& args, DeviceFlags& flags) {
   auto text = args.get("--devices");
+  flags.split = args.has("--split");
+  if (!text && flags.split) {
+    usageError(command, "--split places a function across --devices N: give the device count");
+    return false;
+  }
   if (!text) return true;
   auto n = parseInteger<int64_t>(*text);
   if (!n || *n < 1 || *n > kMaxDevices) {
     usageError(command, "--devices takes a device count from 1 to " + std::to_string(kMaxDevices) + ", got '" + *text + "'");
     return false;
   }
-  devices = static_cast<int>(*n);
+  flags.devices = static_cast<int>(*n);
   return true;
 }
 

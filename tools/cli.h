@@ -63,9 +63,15 @@ FlagSpec bucketBytesFlag();
 bool parseBucketBytes(const Command& command, const Args& args, int64_t& bytes);
 // --devices N (run, opt, explain, train, bench): run a placed function on N devices. Leaves
 // `devices` alone when absent; anything but 1 to kMaxDevices is a usage error (printed; false).
+// --split with it: place an unplaced function across the N devices by compute (passes/split_devices.h).
 constexpr int kMaxDevices = 64;
+struct DeviceFlags {
+  int devices = 0;
+  bool split = false;
+};
 FlagSpec devicesFlag();
-bool parseDevices(const Command& command, const Args& args, int& devices);
+FlagSpec splitFlag();
+bool parseDevices(const Command& command, const Args& args, DeviceFlags& flags);
 
 // The subcommands, each in its own file.
 Command checkCommand();

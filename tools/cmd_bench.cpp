@@ -77,9 +77,9 @@ int run(const Command& c, const Args& args) {
   }
   codegen::CompileOptions compileOptions;
   if (!parseDisabledPasses(c, args, compileOptions.disabledPasses)) return kExitUsage;
-  int devices = 0;
+  DeviceFlags devices;
   if (!parseDevices(c, args, devices)) return kExitUsage;
-  if (devices > 0 && args.has("--data")) return usageError(c, "--devices and --data do not go together yet");
+  if (devices.devices > 0 && args.has("--data")) return usageError(c, "--devices and --data do not go together yet");
   bool json = args.has("--json");
   std::optional<GpuSpec> model;
   if (auto s = args.get("--model")) {
@@ -126,7 +126,8 @@ int run(const Command& c, const Args& args) {
   }
 
   compileOptions.target = *backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
-  if (devices > 0) return benchPlaced(f, *inputs, compileOptions, {devices, warmup, reps, json});
+  if (devices.devices > 0)
+    return benchPlaced(f, *inputs, compileOptions, {devices.devices, devices.split, warmup, reps, json});
   auto exe = Executable::compile(f, compileOptions);
   if (!exe) {
     reportError(exe.error());
@@ -319,7 +320,7 @@ Command benchCommand() {
   Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
             "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH]...\n"
             "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200] [--data NAME=PATH,... [--prefetch N]]\n"
-            "                [--devices N]",
+            "                [--devices N [--split]]",
             "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
             "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
             "the median time of the whole step and of each kernel, the bytes each moves per second\n"
@@ -353,6 +354,7 @@ Command benchCommand() {
              {"--json", "", "one JSON line per kernel and for the step"},
              {"--model", "GPU", "simulator only: model the counters for h100 (default) or h200"},
              devicesFlag(),
+             splitFlag(),
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

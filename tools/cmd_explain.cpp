@@ -6,6 +6,7 @@
 #include "ir/clone.h"
 #include "passes/partition.h"
 #include "passes/placement.h"
+#include "passes/split_devices.h"
 #include "tools/cli.h"
 
 namespace kiln::cli {
@@ -42,10 +43,11 @@ std::string sourceText(const passes::Partition& p, const passes::StageSource& s,
 
 // kiln explain --devices N: the placed function's stages in the order they start, each with where
 // its inputs come from and its kernels.
-int explainStages(const Function& entry, int devices, const codegen::CompileOptions& options) {
+int explainStages(const Function& entry, DeviceFlags devices, const codegen::CompileOptions& options) {
   std::unique_ptr<Module> module = cloneFunction(entry);
   Function& placed = *module->functions().front();
-  if (Status s = passes::placeDevices(placed, devices); !s) {
+  Status s = devices.split ? passes::splitAcrossDevices(placed, devices.devices) : passes::placeDevices(placed, devices.devices);
+  if (!s) {
     reportError(s.error());
     return kExitError;
   }
@@ -54,7 +56,7 @@ int explainStages(const Function& entry, int devices, const codegen::CompileOpti
     reportError(partition.error());
     return kExitError;
   }
-  fmt::print("@{} on {} devices: {} stage{}\n", entry.name(), devices, partition->stages.size(),
+  fmt::print("@{} on {} devices: {} stage{}\n", entry.name(), devices.devices, partition->stages.size(),
              partition->stages.size() == 1 ? "" : "s");
   for (const passes::Stage& stage : partition->stages) {
     fmt::print("\nstage {} on device {}:\n", stage.function->name(), stage.device);
@@ -79,7 +81,7 @@ int run(const Command& c, const Args& args) {
   if (target != "cuda" && target != "cpu") return usageError(c, "unknown --target '" + target + "' (expected cpu or cuda)");
   options.target = target == "cuda" ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
-  int devices = 0;
+  DeviceFlags devices;
   if (!parseDevices(c, args, devices)) return kExitUsage;
 
   auto loaded = loadEntry(args);
@@ -87,7 +89,7 @@ int run(const Command& c, const Args& args) {
     reportError(loaded.error());
     return kExitError;
   }
-  if (devices > 0) return explainStages(*loaded->entry, devices, options);
+  if (devices.devices > 0) return explainStages(*loaded->entry, devices, options);
   auto report = codegen::reportPlan(*loaded->entry, options);
   if (!report) {
     reportError(report.error());
@@ -115,7 +117,7 @@ int run(const Command& c, const Args& args) {
 
 Command explainCommand() {
   Command c{"explain", "show the kernels a function becomes, with their ops, bytes and the passes' remarks",
-            "kiln explain FILE [--entry NAME] [--target cpu|cuda] [--devices N] [--disable-passes LIST]",
+            "kiln explain FILE [--entry NAME] [--target cpu|cuda] [--devices N [--split]] [--disable-passes LIST]",
             "Runs the pass pipeline on the entry function of FILE (@main, else the first; - reads\n"
             "standard input) and plans its kernels, without compiling them. Prints each kernel in the\n"
             "order it runs: its name and layout (loop over the outputs' shapes, or row: rows x inner),\n"
@@ -130,6 +132,7 @@ Command explainCommand() {
             {{"--entry", "NAME", "function to explain (default @main, else the first)"},
              {"--target", "NAME", "cpu (the default) or cuda: the target the plan is for"},
              devicesFlag(),
+             splitFlag(),
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

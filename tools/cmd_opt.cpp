@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "passes/placement.h"
+#include "passes/split_devices.h"
 #include "tools/cli.h"
 
 namespace kiln::cli {
@@ -50,12 +51,15 @@ int runOpt(const Command& command, const Args& args) {
       return kExitError;
     }
   }
-  int devices = 0;
+  DeviceFlags devices;
   if (!parseDevices(command, args, devices)) return kExitUsage;
   Status ran;
-  if (devices > 0)  // placement first, with the device count checked, then the passes asked for
-    for (const auto& f : (*module)->functions())
-      if (ran && passes::isPlaced(*f)) ran = passes::placeDevices(*f, devices);
+  // Placement first, with the device count checked, then the passes asked for.
+  for (const auto& f : (*module)->functions()) {
+    if (!ran || devices.devices == 0) break;
+    if (devices.split) ran = passes::splitAcrossDevices(*f, devices.devices);
+    else if (passes::isPlaced(*f)) ran = passes::placeDevices(*f, devices.devices);
+  }
   if (ran) ran = passes::runPasses(**module, names, options);
   // Remarks of the passes that ran come first, also when a later pass failed.
   for (const passes::Remark& r : remarks) printRemark(r);
@@ -70,7 +74,7 @@ int runOpt(const Command& command, const Args& args) {
 
 Command optCommand() {
   Command c{"opt", "run passes over a .kiln file and print the result",
-            "kiln opt FILE --passes=P1,P2,... [--devices N] [--remarks] [--print-after-all] [--dump-dir DIR]\n"
+            "kiln opt FILE --passes=P1,P2,... [--devices N [--split]] [--remarks] [--print-after-all] [--dump-dir DIR]\n"
             "       kiln opt --list-passes",
             "Parses and verifies FILE (- for standard input), runs the named passes in order over every\n"
             "function, verifying after each, and prints the module in canonical form on stdout.\n"
@@ -79,11 +83,13 @@ Command optCommand() {
             "--print-after-all prints the module after each pass on stderr, headed `# IR after <pass>`;\n"
             "--dump-dir DIR writes 00-input.kiln and then NN-<pass>.kiln after each pass.\n"
             "--devices N places every function placed across devices ({device = K} on ops) on N devices\n"
-            "first, as `kiln run --devices N` does: each op gets its device and each crossing a transfer.\n"
+            "first, as `kiln run --devices N` does: each op gets its device and each crossing a transfer;\n"
+            "--split places every function across the N devices by compute instead.\n"
             "An unknown pass name exits 2 with the list of passes.",
             {{"--passes", "LIST", "comma-separated passes to run in order (see --list-passes)"},
              {"--list-passes", "", "list the passes and exit"},
              devicesFlag(),
+             splitFlag(),
              {"--remarks", "", "print the passes' remarks (decisions such as a map kept as a loop) on stderr"},
              {"--print-after-all", "", "print the module after every pass on stderr"},
              {"--dump-dir", "DIR", "write 00-input.kiln and NN-<pass>.kiln after each pass to DIR"},

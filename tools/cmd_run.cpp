@@ -36,7 +36,10 @@ int run(const Command& c, const Args& args) {
     if (!v || *v == 0) return usageError(c, "--max-iterations takes a positive integer, got '" + *s + "'");
     options.maxWhileIterations = *v;
   }
-  if (!parseDevices(c, args, options.devices)) return kExitUsage;
+  DeviceFlags devices;
+  if (!parseDevices(c, args, devices)) return kExitUsage;
+  options.devices = devices.devices;
+  options.split = devices.split;
   if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
   auto backend = resolveBackend(options.backend);
   if (!backend) {
@@ -122,7 +125,7 @@ int run(const Command& c, const Args& args) {
 Command runCommand() {
   Command c{"run", "run a function on given or random inputs",
             "kiln run FILE [--entry NAME] [--backend interp|cpu|cuda|auto] [--input NAME=PATH]... [--seed N] [--out DIR]\n"
-            "                [--devices N] [--disable-passes LIST] [--dump-dir DIR]",
+            "                [--devices N [--split]] [--disable-passes LIST] [--dump-dir DIR]",
             "Runs the entry function of FILE (@main, else the first; - reads standard input). Each\n"
             "parameter takes its value from --input NAME=PATH (a NumPy .npy or an ONNX TensorProto .pb\n"
             "file of exactly the parameter's type) or, if none is given, from a deterministic random\n"
@@ -132,7 +135,8 @@ Command runCommand() {
             "to DIR/result_<i>.npy. Compiled backends run the pass pipeline first (`kiln opt --list-passes`);\n"
             "--disable-passes skips some or all of it, to compare results with and without.\n"
             "--devices N runs a function placed across devices ({device = K} on its ops; docs/parallelism.md)\n"
-            "on N devices: on the cpu backend, N devices of the machine's share of cores each.\n"
+            "on N devices: on the cpu backend, N devices of the machine's share of cores each; --split\n"
+            "places a function without placement across them by compute.\n"
             "Exits 1 with a located message on a bad file, input or run-time error.",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "interp, cpu, cuda or auto (default auto: the best one built and usable here)"},
@@ -142,6 +146,7 @@ Command runCommand() {
              {"--dump-dir", "DIR", "cpu: write the kiln IR, LLVM IR before/after O3 and assembly of every kernel to DIR"},
              {"--time-passes", "", "report the compile's time and peak memory per stage on stderr (with the compile cache)"},
              devicesFlag(),
+             splitFlag(),
              {"--max-iterations", "N", "stop a `while` after N iterations with an error (default 10000000)"},
              disablePassesFlag()},
             nullptr};

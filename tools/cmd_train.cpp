@@ -175,7 +175,7 @@ int run(const Command& c, const Args& args) {
   }
   int64_t bucketBytes = passes::TrainSpec{}.bucketBytes;
   if (!parseBucketBytes(c, args, bucketBytes)) return kExitUsage;
-  int devices = 0;
+  DeviceFlags devices;
   if (!parseDevices(c, args, devices)) return kExitUsage;
   const bool printStep = args.has("--print-step");
   int64_t localReplicas = 1;
@@ -211,7 +211,8 @@ int run(const Command& c, const Args& args) {
   options.batch = *batch / replicas;  // this replica's share of each update
   options.accumulate = *accumulate;
   options.backend = requested;
-  options.devices = devices;
+  options.devices = devices.devices;
+  options.split = devices.split;
   std::vector<Tensor> init;
   for (size_t i = 0; i < params->size(); ++i) {
     const NamedPath& p = (*params)[i];
@@ -369,7 +370,8 @@ Command trainCommand() {
             "data-parallel: rank 0's parameters are broadcast, each rank takes batch / N samples of every\n"
             "global batch, gradients are averaged across ranks before each update, and rank 0 alone\n"
             "prints, logs and saves. --devices N trains a function placed across devices ({device = K}\n"
-            "on its ops) on N devices, each gradient computed where its forward op ran. See\n"
+            "on its ops) on N devices, each gradient computed where its forward op ran (--split places a\n"
+            "function without placement across them by compute). See\n"
             "docs/training.md and docs/parallelism.md.",
             {{"--params", "LIST", "parameters to train, NAME or NAME=INIT.npy, comma-separated"},
              {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples); a glob pattern (x_*.npy) names shards"},
@@ -389,6 +391,7 @@ Command trainCommand() {
              {"--replicas", "N", "data-parallel over N local ranks: runs itself under mpirun -np N (docs/training.md)"},
              bucketBytesFlag(),
              devicesFlag(),
+             splitFlag(),
              {"--collective-timeout", "SECONDS",
               "a collective (MPI or NCCL) stalled this long means a rank died: abort all (default 300)"},
              {"--print-step", "",

@@ -1,0 +1,16 @@
+// Splitting an unplaced function across devices by compute, for a model too big for one device
+// or to keep several busy: `kiln run|train|opt|explain|bench --devices N --split`.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace kiln::passes {
+
+// Puts the top-level ops of `f` (which must carry no `device` yet) on devices 0..devices-1 in
+// program order, in runs of about equal cost, then places it (placeDevices: transfers at the
+// cuts). An op's cost is its dense math (ir/op_cost.h) plus the elements it writes; device k
+// takes the ops whose running cost ends within the k-th of the total, so a long chain becomes
+// devices consecutive stages, as GPipe cuts a model.
+Status splitAcrossDevices(Function& f, int devices);
+
+}  // namespace kiln::passes
