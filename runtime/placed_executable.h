@@ -21,20 +21,7 @@ namespace kiln {
 
 class Executable;
 class ThreadPool;
-
-// What one run did, per stage (in Partition order), for kiln bench and the tests.
-struct PlacedRunStats {
-  struct StageTime {
-    int device = 0;
-    std::string name;          // the stage function, "main.d1.s1"
-    double startMs = 0;        // since the run started
-    double computeMs = 0;      // the stage's executable
-    double transferMs = 0;     // copying its inputs from other devices
-    int64_t transferBytes = 0;
-  };
-  std::vector<StageTime> stages;
-  double wallMs = 0;
-};
+struct ChainStats;
 
 class PlacedExecutable {
  public:
@@ -47,8 +34,9 @@ class PlacedExecutable {
   ~PlacedExecutable();
 
   // Runs on `inputs` (one per parameter of the function, exact types); the results are the
-  // function's. May be called from several threads at once.
-  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, PlacedRunStats* stats = nullptr) const;
+  // function's. May be called from several threads at once. `stats`: each stage's timing
+  // (runtime/stage_chain.h, which also runs several calls pipelined).
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, ChainStats* stats = nullptr) const;
 
   // The function with every op placed and its transfers, as `kiln opt --devices N` prints it.
   const Function& placedFunction() const { return *placed_; }
@@ -56,6 +44,8 @@ class PlacedExecutable {
   int devices() const { return devices_; }
   // Stage i's executable (null for a stage without results, which never runs).
   const Executable* stageExecutable(size_t i) const { return stages_[i].get(); }
+  // The threads device `device`'s stages run on.
+  ThreadPool& threads(int device) const { return *threads_[static_cast<size_t>(device)]; }
 
  private:
   PlacedExecutable() = default;

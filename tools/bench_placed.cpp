@@ -1,11 +1,11 @@
-// benchPlaced: alternate runs of the placed and the single-device executable (the machine is
-// noisy: the comparison is within one run), medians per stage, then busy time per device.
+// benchPlaced: alternate runs of the placed (and, with micro-batches, pipelined) function and
+// the single-device executable (the machine is noisy: the comparison is within one run), medians
+// per stage, then busy time per device and the bubble against the schedule's model.
 #include "tools/bench_placed.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
-#include <map>
 #include <thread>
 
 #include "runtime/executable.h"
@@ -27,38 +27,43 @@ int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const code
     reportError(one.error());
     return kExitError;
   }
+  // M calls of the function on the same inputs, independent of each other: a forward pass's
+  // micro-batches through the stages.
+  std::vector<ChainCall> calls(static_cast<size_t>(setup.microBatches), ChainCall{placed->get(), {}});
+  for (ChainCall& call : calls)
+    for (int i = 0; i < static_cast<int>(inputs.size()); ++i) call.inputs.push_back({-1, i});
   const std::vector<passes::Stage>& stages = (*placed)->partition().stages;
   std::vector<std::vector<double>> start(stages.size()), transfer(stages.size()), compute(stages.size());
   std::vector<std::vector<double>> busy(static_cast<size_t>(setup.devices));
-  std::vector<double> wall, oneDevice;
+  std::vector<double> wall, oneDevice, bubble;
   std::vector<int64_t> bytes(stages.size());
   for (int r = 0; r < setup.warmup + setup.reps; ++r) {
-    PlacedRunStats stats;
-    if (auto out = (*placed)->run(inputs, &stats); !out) {
+    ChainStats stats;
+    if (auto out = runChain(calls, inputs, setup.schedule, &stats); !out) {
       reportError(out.error());
       return kExitError;
     }
     auto began = std::chrono::steady_clock::now();
-    if (auto out = (*one)->run(inputs); !out) {
-      reportError(out.error());
-      return kExitError;
-    }
+    for (int m = 0; m < setup.microBatches; ++m)
+      if (auto out = (*one)->run(inputs); !out) {
+        reportError(out.error());
+        return kExitError;
+      }
     double oneMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
     if (r < setup.warmup) continue;
     wall.push_back(stats.wallMs);
     oneDevice.push_back(oneMs);
-    std::vector<double> deviceBusy(static_cast<size_t>(setup.devices));
-    for (size_t s = 0; s < stages.size(); ++s) {
-      const PlacedRunStats::StageTime& t = stats.stages[s];
-      start[s].push_back(t.startMs);
-      transfer[s].push_back(t.transferMs);
-      compute[s].push_back(t.computeMs);
-      bytes[s] = t.transferBytes;
-      deviceBusy[static_cast<size_t>(t.device)] += t.transferMs + t.computeMs;
+    bubble.push_back(stats.bubble());
+    for (const StageRun& t : stats.runs) {
+      if (t.call == 0) start[static_cast<size_t>(t.stage)].push_back(t.startMs);
+      transfer[static_cast<size_t>(t.stage)].push_back(t.transferMs);
+      compute[static_cast<size_t>(t.stage)].push_back(t.computeMs);
+      bytes[static_cast<size_t>(t.stage)] = t.transferBytes;
     }
-    for (size_t d = 0; d < deviceBusy.size(); ++d) busy[d].push_back(deviceBusy[d]);
+    for (size_t d = 0; d < busy.size(); ++d) busy[d].push_back(stats.busyMs[d]);
   }
-  double step = median(wall), single = median(oneDevice);
+  double step = median(wall), single = median(oneDevice), idle = median(bubble);
+  double model = fillDrainBubble(setup.devices, setup.microBatches);
   unsigned threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(setup.devices));
   if (setup.json) {
     for (size_t s = 0; s < stages.size(); ++s)
@@ -68,13 +73,16 @@ int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const code
                  median(compute[s]));
     for (size_t d = 0; d < busy.size(); ++d)
       fmt::print("{{\"device\":{},\"busy_ms\":{:.4f},\"step_ms\":{:.4f}}}\n", d, median(busy[d]), step);
-    fmt::print("{{\"step_ms\":{:.4f},\"one_device_ms\":{:.4f},\"devices\":{}}}\n", step, single, setup.devices);
+    fmt::print("{{\"step_ms\":{:.4f},\"one_device_ms\":{:.4f},\"devices\":{},\"micro_batches\":{},\"schedule\":\"{}\","
+               "\"bubble\":{:.4f},\"bubble_model\":{:.4f}}}\n",
+               step, single, setup.devices, setup.microBatches, pipelineScheduleName(setup.schedule), idle, model);
     return kExitOk;
   }
-  fmt::print("@{} on {} devices (cpu, {} thread{} each): {} stages\n", f.name(), setup.devices, threads,
-             threads == 1 ? "" : "s", stages.size());
-  fmt::print("{:<28} {:>6} {:>10} {:>12} {:>12} {:>12}\n", "stage", "device", "start ms", "transfer ms", "bytes in",
-             "compute ms");
+  fmt::print("@{} on {} devices (cpu, {} thread{} each): {} stages, {} micro-batch{} ({})\n", f.name(), setup.devices,
+             threads, threads == 1 ? "" : "s", stages.size(), setup.microBatches, setup.microBatches == 1 ? "" : "es",
+             pipelineScheduleName(setup.schedule));
+  fmt::print("{:<28} {:>6} {:>10} {:>12} {:>12} {:>12}\n", "stage (per micro-batch)", "device", "start ms", "transfer ms",
+             "bytes in", "compute ms");
   for (size_t s = 0; s < stages.size(); ++s)
     fmt::print("{:<28} {:>6} {:>10.4f} {:>12.4f} {:>12} {:>12.4f}\n", stages[s].function->name(), stages[s].device,
                median(start[s]), median(transfer[s]), bytes[s], median(compute[s]));
@@ -82,8 +90,12 @@ int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const code
     double b = median(busy[d]);
     fmt::print("device {}: busy {:.4f} ms of the {:.4f} ms step ({:.0f}%)\n", d, b, step, step > 0 ? 100 * b / step : 0);
   }
-  fmt::print("step {:.4f} ms on {} devices; {:.4f} ms on one device with all {} threads (same run, alternating)\n",
-             step, setup.devices, single, std::max(1u, std::thread::hardware_concurrency()));
+  fmt::print("bubble {:.1f}% of the devices' time; fill-drain model (N-1)/(M+N-1) = {:.1f}% for N = {}, M = {}\n",
+             100 * idle, 100 * model, setup.devices, setup.microBatches);
+  fmt::print("step {:.4f} ms on {} devices; {:.4f} ms for the same {} run{} one after another on one device with all {} "
+             "threads (same run, alternating)\n",
+             step, setup.devices, single, setup.microBatches, setup.microBatches == 1 ? "" : "s",
+             std::max(1u, std::thread::hardware_concurrency()));
   fmt::print("median of {} runs after {} warm-up\n", setup.reps, setup.warmup);
   return kExitOk;
 }

@@ -1,6 +1,8 @@
-// `kiln bench --devices N`: a function placed across devices, timed stage by stage: when each
-// stage starts, how long its transfers in and its compute take, how busy each device is over the
-// step, against the same function on one device (all cores) in the same run.
+// `kiln bench --devices N [--micro-batches M]`: a function placed across devices, timed stage by
+// stage: when each stage starts, how long its transfers in and its compute take, how busy each
+// device is over the step and the bubble (against the fill-drain model with M micro-batches, M
+// calls pipelined through the stages), against the same calls on one device (all cores) in the
+// same run.
 #pragma once
 
 #include <vector>
@@ -8,12 +10,15 @@
 #include "codegen/compile_options.h"
 #include "ir/ir.h"
 #include "ir/tensor.h"
+#include "runtime/stage_chain.h"
 
 namespace kiln::cli {
 
 struct PlacedBenchSetup {
   int devices = 2;
   bool split = false;  // place the function across the devices by compute first
+  int microBatches = 1;  // calls pipelined through the stages
+  PipelineSchedule schedule = PipelineSchedule::FillDrain;
   int warmup = 5, reps = 50;
   bool json = false;
 };

@@ -79,6 +79,15 @@ int run(const Command& c, const Args& args) {
   if (!parseDisabledPasses(c, args, compileOptions.disabledPasses)) return kExitUsage;
   DeviceFlags devices;
   if (!parseDevices(c, args, devices)) return kExitUsage;
+  int microBatches = 1;
+  if (auto s = args.get("--micro-batches")) {
+    auto v = parseInteger<int>(*s);
+    if (!v || *v < 1) return usageError(c, "--micro-batches takes a positive integer, got '" + *s + "'");
+    if (devices.devices == 0) return usageError(c, "--micro-batches pipelines a function placed across --devices N");
+    microBatches = *v;
+  }
+  auto schedule = parsePipelineSchedule(args.get("--schedule").value_or("gpipe"));
+  if (!schedule) return usageError(c, "--schedule takes gpipe or 1f1b, got '" + *args.get("--schedule") + "'");
   if (devices.devices > 0 && args.has("--data")) return usageError(c, "--devices and --data do not go together yet");
   bool json = args.has("--json");
   std::optional<GpuSpec> model;
@@ -127,7 +136,8 @@ int run(const Command& c, const Args& args) {
 
   compileOptions.target = *backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (devices.devices > 0)
-    return benchPlaced(f, *inputs, compileOptions, {devices.devices, devices.split, warmup, reps, json});
+    return benchPlaced(f, *inputs, compileOptions,
+                       {devices.devices, devices.split, microBatches, *schedule, warmup, reps, json});
   auto exe = Executable::compile(f, compileOptions);
   if (!exe) {
     reportError(exe.error());
@@ -320,7 +330,7 @@ Command benchCommand() {
   Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
             "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH]...\n"
             "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200] [--data NAME=PATH,... [--prefetch N]]\n"
-            "                [--devices N [--split]]",
+            "                [--devices N [--split] [--micro-batches M [--schedule gpipe|1f1b]]]",
             "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
             "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
             "the median time of the whole step and of each kernel, the bytes each moves per second\n"
@@ -342,7 +352,8 @@ Command benchCommand() {
             "whose published figures the counters are modelled with (h100, the default, or h200).\n"
             "--devices N times a function placed across devices (cpu): each stage's start, transfer and\n"
             "compute time, how busy each device is over the step, and the same function on one device,\n"
-            "run alternately with it (docs/parallelism.md).",
+            "run alternately with it; --micro-batches M pipelines M calls through the stages (--schedule\n"
+            "gpipe or 1f1b) and reports the bubble against the fill-drain model (docs/parallelism.md).",
             {{"--entry", "NAME", "function to run (default @main, else the first)"},
              {"--backend", "NAME", "cpu, cuda or auto (default auto)"},
              {"--reps", "N", "timed runs (default 50)"},
@@ -355,6 +366,8 @@ Command benchCommand() {
              {"--model", "GPU", "simulator only: model the counters for h100 (default) or h200"},
              devicesFlag(),
              splitFlag(),
+             {"--micro-batches", "M", "with --devices: pipeline M calls of the function through its stages"},
+             {"--schedule", "NAME", "with --micro-batches: gpipe (fill-drain, the default) or 1f1b"},
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

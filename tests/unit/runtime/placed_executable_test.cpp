@@ -16,6 +16,7 @@
 #include "passes/placement.h"
 #include "runtime/executable.h"
 #include "runtime/random_inputs.h"
+#include "runtime/stage_chain.h"
 #include "runtime/train_session.h"
 #include "tensor_compare.h"
 
@@ -126,17 +127,19 @@ func @main(%x: f32[64,32], %w: f32[32,16]) -> f32[64,16] {
 )");
   auto placed = PlacedExecutable::compile(f, 2, cpu());
   ASSERT_TRUE(placed.ok()) << placed.error().str();
-  PlacedRunStats stats;
+  ChainStats stats;
   std::vector<Tensor> inputs = randomInputs(f, 3);
   auto got = (*placed)->run(inputs, &stats);
   ASSERT_TRUE(got.ok()) << got.error().str();
-  ASSERT_EQ(stats.stages.size(), 2u);
-  EXPECT_EQ(stats.stages[0].name, "main.d0.s0");
-  EXPECT_EQ(stats.stages[1].device, 1);
-  EXPECT_EQ(stats.stages[0].transferBytes, 0);
-  EXPECT_EQ(stats.stages[1].transferBytes, 64 * 16 * 4);
-  EXPECT_GE(stats.stages[1].startMs, stats.stages[0].startMs);
+  ASSERT_EQ(stats.runs.size(), 2u);
+  EXPECT_EQ(stats.runs[0].name, "main.d0.s0");
+  EXPECT_EQ(stats.runs[1].device, 1);
+  EXPECT_EQ(stats.runs[0].transferBytes, 0);
+  EXPECT_EQ(stats.runs[1].transferBytes, 64 * 16 * 4);
+  EXPECT_GE(stats.runs[1].startMs, stats.runs[0].startMs + stats.runs[0].computeMs);
   EXPECT_GT(stats.wallMs, 0);
+  ASSERT_EQ(stats.busyMs.size(), 2u);
+  EXPECT_GT(stats.bubble(), 0);  // one call: each device idles while the other works
 }
 
 TEST(PlacedExecutable, AFailingStageNamesItsOpAndStopsTheOtherDevices) {
