@@ -105,6 +105,36 @@ Expected<Function*> buildAccumulateStep(Module& module, const Function& f, const
   return build(module, f, spec, Mode::AccumulateStep, k, std::move(name), "_accumulate_step");
 }
 
+Expected<Function*> buildUpdate(Module& module, const Function& f, const TrainSpec& spec, int64_t k,
+                                const std::vector<std::optional<int64_t>>& devices, std::string name) {
+  auto layout = stepLayout(f, spec);
+  if (!layout) return layout.error();
+  if (k < 1) return Error("the number of micro-batches must be at least 1, not " + std::to_string(k));
+  if (spec.dataParallel) return Error("a pipelined step does not average gradients across replicas yet", f.loc());
+  GraphBuilder b(module, name.empty() ? f.name() + "_update" : std::move(name));
+  b.setLoc(f.loc());
+  std::vector<Value*> fParams = f.params();
+  std::vector<Value*> params, acc;
+  std::vector<std::vector<Value*>> state(layout->stateSlots);
+  std::vector<std::string> slots = stateSlotNames(spec.optimizer.kind);
+  for (int i : layout->paramIndex) params.push_back(b.param(fParams[i]->type(), fParams[i]->name()));
+  for (int s = 0; s < layout->stateSlots; ++s)
+    for (int i : layout->paramIndex) state[s].push_back(b.param(fParams[i]->type(), slots[s] + "_" + fParams[i]->name()));
+  for (int i : layout->paramIndex) acc.push_back(b.param(fParams[i]->type(), "acc_" + fParams[i]->name()));
+  Value* lr = b.param({DType::F32, {}}, "lr");
+  Value* step = b.param({DType::F32, {}}, "step");
+  std::vector<Value*> grads;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    b.setDevice(i < devices.size() ? devices[i] : std::nullopt);
+    grads.push_back(b.op(OpKind::Div, {acc[i], b.scalar(acc[i]->type().dtype, static_cast<double>(k))}));
+  }
+  b.setDevice(std::nullopt);
+  UpdatedParams updated = appendOptimizerUpdate(b, spec.optimizer, params, grads, state, lr, step);
+  std::vector<Value*> results = updated.params;
+  for (const auto& slot : updated.state) results.insert(results.end(), slot.begin(), slot.end());
+  return b.finish(results);
+}
+
 namespace {
 
 // Re-infers the result types of every op in `block` (nested regions first) after argument types

@@ -9,6 +9,7 @@
 // parameters in f's order; state is slot-major (slot 0 of every parameter, then slot 1, ...).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,13 @@ Expected<Function*> buildTrainStep(Module& module, const Function& f, const Trai
 Expected<Function*> buildAccumulate(Module& module, const Function& f, const TrainSpec& spec, std::string name = "");
 Expected<Function*> buildAccumulateStep(Module& module, const Function& f, const TrainSpec& spec, int64_t k,
                                         std::string name = "");
+// The update alone, for a pipelined step (K accumulate calls in flight through the stages, then
+// this): (params..., state..., acc..., lr, step) -> (new params..., new state...) with the
+// gradient acc / K: buildAccumulateStep's arithmetic after its last accumulation, so the results
+// are the same bits. `devices`: where each parameter's update runs (placed across devices), by
+// parameter; empty: unplaced.
+Expected<Function*> buildUpdate(Module& module, const Function& f, const TrainSpec& spec, int64_t k,
+                                const std::vector<std::optional<int64_t>>& devices = {}, std::string name = "");
 
 // A copy of f (added to `module` as `name`) whose data parameters (those of `layout`) have
 // axis 0 = `batch`, every type re-inferred, as jax.jit retraces for a new shape. An op whose

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "runtime/executable.h"
 #include "runtime/placed_executable.h"
@@ -77,52 +78,64 @@ double millisecondsBetween(Clock::time_point a, Clock::time_point b) {
 struct Task {
   int call = 0;
   int stage = 0;
+  int depth = 0;  // effective level: device crossings on the longest path to it, across calls
 };
 
-// Each device's tasks in the order `schedule` runs them.
-std::vector<std::vector<Task>> taskLists(const std::vector<ChainCall>& calls, int devices, PipelineSchedule schedule) {
-  std::vector<std::vector<Task>> lists(static_cast<size_t>(devices));
-  if (schedule == PipelineSchedule::FillDrain) {
-    std::vector<std::pair<std::pair<int, int>, Task>> keyed;  // (level, call) -> task, per device below
-    for (int c = 0; c < static_cast<int>(calls.size()); ++c) {
-      const auto& stages = calls[c].exe->partition().stages;
-      for (int s = 0; s < static_cast<int>(stages.size()); ++s) keyed.push_back({{stages[s].level, c}, {c, s}});
+// Every task of the chain with its depth: a stage's depth is at least its own level and at least
+// each source task's depth, plus one where the source is on another device. So every dependency
+// goes to a task of smaller (depth, call, stage), and one of equal depth only on the same device.
+std::vector<std::vector<Task>> tasksByDevice(const std::vector<ChainCall>& calls, int devices) {
+  std::vector<std::vector<int>> depth(calls.size());
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const passes::Partition& p = calls[c].exe->partition();
+    depth[c].resize(p.stages.size());
+    for (size_t s = 0; s < p.stages.size(); ++s) {  // stages come after their sources
+      int d = p.stages[s].level;
+      for (const passes::StageSource& in : p.stages[s].inputs) {
+        if (in.stage >= 0) {
+          d = std::max(d, depth[c][static_cast<size_t>(in.stage)] + (in.transfer ? 1 : 0));
+          continue;
+        }
+        const ChainSource& from = calls[c].inputs[static_cast<size_t>(in.index)];
+        if (from.call < 0) continue;
+        const passes::Partition& q = calls[static_cast<size_t>(from.call)].exe->partition();
+        const passes::StageSource& r = q.results[static_cast<size_t>(from.index)];
+        if (r.stage < 0) continue;  // a parameter passed through: given ultimately
+        bool crosses = q.stages[static_cast<size_t>(r.stage)].device != p.stages[s].device;
+        d = std::max(d, depth[static_cast<size_t>(from.call)][static_cast<size_t>(r.stage)] + (crosses ? 1 : 0));
+      }
+      depth[c][s] = d;
     }
-    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [key, task] : keyed)
-      lists[static_cast<size_t>(calls[task.call].exe->partition().stages[task.stage].device)].push_back(task);
-    return lists;
   }
-  // 1F1B: a device's place in the pipeline is the rank of its first stage's level among the
-  // devices' (of the first call); it may run `window` calls' first stages ahead.
-  const auto& first = calls.front().exe->partition().stages;
-  std::vector<int> firstLevel(static_cast<size_t>(devices), 1 << 30);
-  for (const auto& s : first) firstLevel[static_cast<size_t>(s.device)] = std::min(firstLevel[static_cast<size_t>(s.device)], s.level);
+  std::vector<std::vector<Task>> lists(static_cast<size_t>(devices));
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const auto& stages = calls[c].exe->partition().stages;
+    for (size_t s = 0; s < stages.size(); ++s)
+      lists[static_cast<size_t>(stages[s].device)].push_back({static_cast<int>(c), static_cast<int>(s), depth[c][s]});
+  }
+  for (auto& list : lists)
+    std::sort(list.begin(), list.end(), [](const Task& a, const Task& b) {
+      return std::tuple(a.depth, a.call, a.stage) < std::tuple(b.depth, b.call, b.stage);
+    });
+  return lists;
+}
+
+// 1F1B's window on each device: devices - its place in the pipeline (the rank of the smallest
+// depth of its tasks in the first call among the devices'), at least 1.
+std::vector<int> oneForwardOneBackwardWindows(const std::vector<std::vector<Task>>& lists) {
+  int devices = static_cast<int>(lists.size());
+  std::vector<int> firstDepth(lists.size(), 1 << 30);
+  for (size_t d = 0; d < lists.size(); ++d)
+    for (const Task& t : lists[d])
+      if (t.call == 0) firstDepth[d] = std::min(firstDepth[d], t.depth);
+  std::vector<int> windows(lists.size());
   for (int d = 0; d < devices; ++d) {
     int rank = 0;
     for (int e = 0; e < devices; ++e)
-      rank += firstLevel[static_cast<size_t>(e)] < firstLevel[static_cast<size_t>(d)] ||
-              (firstLevel[static_cast<size_t>(e)] == firstLevel[static_cast<size_t>(d)] && e < d);
-    int window = std::max(1, devices - rank);
-    // Per call, this device's stages in level order (the partition lists them so).
-    std::vector<std::vector<Task>> perCall(calls.size());
-    for (int c = 0; c < static_cast<int>(calls.size()); ++c) {
-      const auto& stages = calls[c].exe->partition().stages;
-      for (int s = 0; s < static_cast<int>(stages.size()); ++s)
-        if (stages[s].device == d) perCall[static_cast<size_t>(c)].push_back({c, s});
-    }
-    auto& list = lists[static_cast<size_t>(d)];
-    int calls_ = static_cast<int>(calls.size());
-    for (int c = 0; c < std::min(window, calls_); ++c)
-      if (!perCall[static_cast<size_t>(c)].empty()) list.push_back(perCall[static_cast<size_t>(c)].front());
-    for (int c = 0; c < calls_; ++c) {
-      const auto& mine = perCall[static_cast<size_t>(c)];
-      if (mine.size() > 1) list.insert(list.end(), mine.begin() + 1, mine.end());
-      int next = c + window;
-      if (next < calls_ && !perCall[static_cast<size_t>(next)].empty()) list.push_back(perCall[static_cast<size_t>(next)].front());
-    }
+      rank += std::pair(firstDepth[static_cast<size_t>(e)], e) < std::pair(firstDepth[static_cast<size_t>(d)], d);
+    windows[static_cast<size_t>(d)] = std::max(1, devices - rank);
   }
-  return lists;
+  return windows;
 }
 
 class ChainRun {
@@ -134,9 +147,13 @@ class ChainRun {
   }
 
   Status run(PipelineSchedule schedule, ChainStats* stats) {
-    std::vector<std::vector<Task>> lists = taskLists(calls_, devices_, schedule);
+    lists_ = tasksByDevice(calls_, devices_);
+    std::vector<std::vector<Task>>& lists = lists_;
+    for (const auto& list : lists_) done_.emplace_back(list.size(), false);
+    schedule_ = schedule;
+    windows_ = oneForwardOneBackwardWindows(lists);
     start_ = Clock::now();
-    blockedOn_.assign(static_cast<size_t>(devices_), nullptr);
+    waiting_.assign(static_cast<size_t>(devices_), false);
     finished_.assign(static_cast<size_t>(devices_), false);
     busy_.assign(static_cast<size_t>(devices_), 0.0);
     std::vector<std::thread> workers;
@@ -181,17 +198,56 @@ class ChainRun {
                        [&](const passes::StageSource& s) { return published(t.call, s); });
   }
 
+  // The next task device `device` runs, or none yet. Fill-drain: the list's first, in its order
+  // (by depth, then call: every micro-batch's forward stage before any backward one). 1F1B: the
+  // ready task of the oldest micro-batch, but a micro-batch not yet started here starts only while
+  // fewer than the window are in flight here (started, not finished). Under mutex_.
+  std::optional<size_t> pick(int device, const std::vector<Task>& tasks, const std::vector<char>& done) const {
+    if (schedule_ == PipelineSchedule::FillDrain) {
+      for (size_t i = 0; i < tasks.size(); ++i)
+        if (!done[i]) return ready(tasks[i]) ? std::optional<size_t>(i) : std::nullopt;
+      return std::nullopt;
+    }
+    std::map<int, std::pair<int, int>> perCall;  // call -> (tasks done here, tasks here)
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      auto& [finished, all] = perCall[tasks[i].call];
+      finished += done[i] ? 1 : 0;
+      ++all;
+    }
+    int inFlight = 0;
+    for (const auto& [call, counts] : perCall) inFlight += counts.first > 0 && counts.first < counts.second;
+    std::optional<size_t> best;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (done[i] || !ready(tasks[i])) continue;
+      bool starts = perCall.at(tasks[i].call).first == 0;
+      if (starts && inFlight >= windows_[static_cast<size_t>(device)]) continue;
+      auto key = [&](size_t j) { return std::tuple(tasks[j].call, tasks[j].depth, tasks[j].stage); };
+      if (!best || key(i) < key(*best)) best = i;
+    }
+    return best;
+  }
+
   void runDevice(int device, const std::vector<Task>& tasks) {
     OpenMpThreadsOfThisThread libraryThreads(static_cast<int>(calls_.front().exe->threads(device).size()));
-    for (const Task& task : tasks) {
+    std::vector<char>& done = done_[static_cast<size_t>(device)];
+    for (size_t n = 0; n < tasks.size(); ++n) {
+      size_t next = 0;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        blockedOn_[static_cast<size_t>(device)] = &task;
-        checkDeadlock(task);
-        published_.wait(lock, [&] { return failure_.has_value() || ready(task); });
-        blockedOn_[static_cast<size_t>(device)] = nullptr;
+        std::optional<size_t> chosen;
+        waiting_[static_cast<size_t>(device)] = true;
+        published_.wait(lock, [&] {
+          if (failure_) return true;
+          chosen = pick(device, tasks, done);
+          if (!chosen) checkDeadlock();
+          return chosen.has_value() || failure_.has_value();
+        });
+        waiting_[static_cast<size_t>(device)] = false;
         if (failure_) break;
+        next = *chosen;
+        done[next] = true;
       }
+      const Task& task = tasks[next];
       const passes::Stage& stage = calls_[task.call].exe->partition().stages[task.stage];
       StageRun time{task.call, task.stage, device, stage.function->name()};
       auto began = Clock::now();
@@ -224,7 +280,7 @@ class ChainRun {
       busy_[static_cast<size_t>(device)] += time.transferMs + time.computeMs;
       runs_.push_back(time);
       if (!out) {
-        fail(out.error(), task);
+        fail(out.error(), {task.call, task.stage});
         break;
       }
       results_[task.call][task.stage] = std::move(*out);
@@ -232,23 +288,27 @@ class ChainRun {
     }
     std::lock_guard<std::mutex> lock(mutex_);
     finished_[static_cast<size_t>(device)] = true;
-    if (!tasks.empty()) checkDeadlock(tasks.back());
+    checkDeadlock();
+    published_.notify_all();
   }
 
-  // Every device either done or waiting for a task whose inputs will never come would be a
-  // schedule that cannot finish: an error, never a hang (the schedules above cannot produce one).
-  // Under mutex_.
-  void checkDeadlock(const Task& at) {
-    for (size_t d = 0; d < blockedOn_.size(); ++d)
-      if (!finished_[d] && (!blockedOn_[d] || ready(*blockedOn_[d]))) return;
-    if (std::all_of(finished_.begin(), finished_.end(), [](bool f) { return f; })) return;
-    fail(Error("the pipeline schedule cannot finish: every device waits for another (a kiln bug)"), at);
+  // Every device either done or waiting with nothing it may run, and no task running, would be a
+  // schedule that cannot finish: an error, never a hang (the schedules above cannot produce one:
+  // fill-drain's order is one in which every task's sources come first). Under mutex_; a waiting
+  // device rechecks each time it wakes, so the last one to wait sees it.
+  void checkDeadlock() {
+    for (size_t d = 0; d < waiting_.size(); ++d) {
+      if (finished_[d]) continue;
+      if (!waiting_[d] || pick(static_cast<int>(d), lists_[d], done_[d])) return;  // running, or about to
+    }
+    if (std::all_of(finished_.begin(), finished_.end(), [](char f) { return f; })) return;
+    fail(Error("the pipeline schedule cannot finish: every device waits for another (a kiln bug)"), {1 << 30, 0});
   }
 
   // Keeps the first failing task's error (by call, then stage), so the message does not depend
   // on timing; wakes every device to stop. Under mutex_.
-  void fail(Error error, const Task& task) {
-    if (!failure_ || std::pair(task.call, task.stage) < failedAt_) failure_ = std::move(error), failedAt_ = {task.call, task.stage};
+  void fail(Error error, std::pair<int, int> at) {
+    if (!failure_ || at < failedAt_) failure_ = std::move(error), failedAt_ = at;
     published_.notify_all();
   }
 
@@ -260,7 +320,11 @@ class ChainRun {
   std::condition_variable published_;
   std::optional<Error> failure_;
   std::pair<int, int> failedAt_;
-  std::vector<const Task*> blockedOn_;  // per device: the task it waits for, if it waits
+  PipelineSchedule schedule_ = PipelineSchedule::FillDrain;
+  std::vector<int> windows_;             // 1F1B: per device
+  std::vector<std::vector<Task>> lists_;  // per device: its tasks
+  std::vector<std::vector<char>> done_;   // per device: which of them it has taken (under mutex_)
+  std::vector<char> waiting_;            // per device: waiting with nothing it may run
   std::vector<char> finished_;           // per device: its list is done (or it stopped)
   Clock::time_point start_;
   std::vector<StageRun> runs_;

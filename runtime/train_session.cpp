@@ -9,6 +9,7 @@
 #include "passes/placement.h"
 #include "passes/split_devices.h"
 #include "runtime/executable.h"
+#include "ir/builder.h"
 #include "runtime/placed_executable.h"
 
 namespace kiln {
@@ -118,14 +119,40 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
     out->exe = std::move(*exe);
     return out;
   };
-  Expected<Function*> stepFn = t->k_ == 1 ? passes::buildTrainStep(m, **specialized, options.spec)
-                                          : passes::buildAccumulateStep(m, **specialized, options.spec, t->k_);
-  if (!stepFn) return stepFn.error();
-  t->stepFn_ = *stepFn;
-  auto step = compile(*stepFn);
-  if (!step) return step.error();
-  t->step_ = std::move(*step);
-  if (t->k_ > 1) {
+  if (options.pipeline) {
+    // K accumulate calls pipelined through the devices' stages, then the update (stage_chain.h).
+    if (options.devices < 1 || t->backend_ != Backend::Cpu)
+      return Error("a pipelined step runs placed across --devices N on the cpu backend");
+    auto accFn = passes::buildAccumulate(m, **specialized, options.spec);
+    if (!accFn) return accFn.error();
+    auto acc = compile(*accFn);
+    if (!acc) return acc.error();
+    // Each parameter's update runs where its gradient was accumulated.
+    const Function& placedAcc = (*acc)->placed->placedFunction();
+    std::vector<std::optional<int64_t>> devices;
+    size_t first = 1 + static_cast<size_t>(t->numMetrics_);
+    for (size_t i = first; i < placedAcc.body().terminator()->numOperands(); ++i)
+      devices.push_back(GraphBuilder::writtenDevice(placedAcc.body().terminator()->operand(i)));
+    auto updateFn = passes::buildUpdate(m, **specialized, options.spec, t->k_, devices);
+    if (!updateFn) return updateFn.error();
+    auto update = compile(*updateFn);
+    if (!update) return update.error();
+    t->stepFn_ = *accFn;
+    t->accumulate_ = std::move(*acc);
+    t->step_ = std::move(*update);
+    t->schedule_ = options.schedule;
+    t->pipelined_ = true;
+  }
+  if (!t->pipelined_) {
+    Expected<Function*> stepFn = t->k_ == 1 ? passes::buildTrainStep(m, **specialized, options.spec)
+                                            : passes::buildAccumulateStep(m, **specialized, options.spec, t->k_);
+    if (!stepFn) return stepFn.error();
+    t->stepFn_ = *stepFn;
+    auto step = compile(*stepFn);
+    if (!step) return step.error();
+    t->step_ = std::move(*step);
+  }
+  if (t->k_ > 1 && !t->pipelined_) {
     auto accFn = passes::buildAccumulate(m, **specialized, options.spec);
     if (!accFn) return accFn.error();
     auto acc = compile(*accFn);
@@ -179,7 +206,51 @@ void averageForward(StepResult& sum, int64_t k) {
 
 }  // namespace
 
+// Given tensors of a pipelined step: params, state, zero accumulators, lr, step, then each
+// micro-batch's data; K accumulate calls chained by their accumulators, then the update.
+Expected<StepResult> TrainStep::stepPipelined(const std::vector<Tensor>& data, float lr) {
+  int P = static_cast<int>(params_.size()), S = static_cast<int>(state_.size()), D = static_cast<int>(data.size());
+  int first = 1 + numMetrics_;
+  std::vector<Tensor> zeros;
+  for (const TensorType& type : paramTypes_) zeros.emplace_back(type);
+  std::vector<Tensor> given = concat({params_, state_, zeros, {Tensor::scalar(DType::F32, lr),
+                                      Tensor::scalar(DType::F32, static_cast<double>(stepCount_ + 1))}});
+  int zerosAt = P + S, lrAt = zerosAt + P, dataAt = lrAt + 2;
+  for (int64_t i = 0; i < k_; ++i) {
+    std::vector<Tensor> part = microBatch(data, i, micro_);
+    given.insert(given.end(), part.begin(), part.end());
+  }
+  std::vector<ChainCall> calls;
+  for (int i = 0; i < static_cast<int>(k_); ++i) {
+    ChainCall call{accumulate_->placed.get(), {}};
+    for (int j = 0; j < P; ++j) call.inputs.push_back({-1, j});
+    for (int j = 0; j < P; ++j) call.inputs.push_back(i == 0 ? ChainSource{-1, zerosAt + j} : ChainSource{i - 1, first + j});
+    for (int j = 0; j < D; ++j) call.inputs.push_back({-1, dataAt + i * D + j});
+    calls.push_back(std::move(call));
+  }
+  ChainCall update{step_->placed.get(), {}};
+  for (int j = 0; j < P + S; ++j) update.inputs.push_back({-1, j});
+  for (int j = 0; j < P; ++j) update.inputs.push_back({static_cast<int>(k_) - 1, first + j});
+  update.inputs.push_back({-1, lrAt});
+  update.inputs.push_back({-1, lrAt + 1});
+  calls.push_back(std::move(update));
+  ChainStats stats;
+  auto out = runChain(calls, given, schedule_, &stats);
+  if (!out) return out.error();
+  StepResult result;
+  for (int64_t i = 0; i < k_; ++i) addForward(result, (*out)[static_cast<size_t>(i)], numMetrics_);
+  averageForward(result, k_);
+  const std::vector<Tensor>& updated = out->back();
+  params_.assign(updated.begin(), updated.begin() + P);
+  state_.assign(updated.begin() + P, updated.end());
+  ++stepCount_;
+  bubbleSum_ += stats.bubble();
+  ++pipelinedSteps_;
+  return result;
+}
+
 Expected<StepResult> TrainStep::stepHost(const std::vector<Tensor>& data, float lr) {
+  if (pipelined_) return stepPipelined(data, lr);
   StepResult result;
   size_t first = 1 + numMetrics_;
   std::vector<Tensor> acc;

@@ -22,6 +22,7 @@
 #include "passes/train_step.h"
 #include "runtime/backend.h"
 #include "runtime/device_tensor.h"
+#include "runtime/stage_chain.h"
 
 namespace kiln {
 
@@ -38,6 +39,10 @@ struct TrainOptions {
   // crosses back by the transfer's gradient, a transfer back. 0: one device.
   int devices = 0;
   bool split = false;  // with devices: place an f without placement across them by compute
+  // With devices: run the `accumulate` micro-batches pipelined through the devices' stages
+  // (runtime/stage_chain.h), then the update; the same results as accumulating one after another.
+  bool pipeline = false;
+  PipelineSchedule schedule = PipelineSchedule::FillDrain;
 };
 
 struct StepResult {
@@ -75,6 +80,9 @@ class TrainStep {
   std::vector<std::string> stateNames() const;
   Status setState(const std::vector<Tensor>& state);
   int64_t stepCount() const { return stepCount_; }
+  // A pipelined step's mean bubble so far (the fraction of the devices' time idle); 0 before one.
+  double pipelineBubble() const { return pipelinedSteps_ ? bubbleSum_ / static_cast<double>(pipelinedSteps_) : 0; }
+  bool pipelined() const { return pipelined_; }
   void setStepCount(int64_t n) { stepCount_ = n; }
 
   // Parameters, optimizer state and the step count as a checkpoint directory (runtime/checkpoint.h).
@@ -88,6 +96,7 @@ class TrainStep {
   Status checkData(const std::vector<Tensor>& data) const;
   Expected<std::vector<Tensor>> runHost(const Fn& fn, const std::vector<Tensor>& inputs) const;
   Expected<StepResult> stepHost(const std::vector<Tensor>& data, float lr);
+  Expected<StepResult> stepPipelined(const std::vector<Tensor>& data, float lr);
   Expected<StepResult> stepDevice(const std::vector<Tensor>& data, float lr);
   Status setResident(std::vector<Tensor>& host, std::vector<DeviceTensor>& device, const std::vector<Tensor>& values,
                      const std::vector<std::string>& names);
@@ -105,6 +114,10 @@ class TrainStep {
   std::vector<Tensor> params_, state_;              // interp, cpu
   std::vector<DeviceTensor> dParams_, dState_;      // cuda
   int64_t stepCount_ = 0;
+  bool pipelined_ = false;  // step_ is the update, accumulate_ runs every micro-batch
+  PipelineSchedule schedule_ = PipelineSchedule::FillDrain;
+  double bubbleSum_ = 0;
+  int64_t pipelinedSteps_ = 0;
   // CUDA prefetch: the batch being uploaded and the host tensors it came from.
   std::vector<Tensor> prefetchedHost_;
   std::future<Expected<std::vector<DeviceTensor>>> prefetched_;

@@ -12,6 +12,7 @@
 
 #include "ir/npy.h"
 #include "ir/printer.h"
+#include "passes/placement.h"
 #include "runtime/backend.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/input_pipeline.h"
@@ -177,6 +178,25 @@ int run(const Command& c, const Args& args) {
   if (!parseBucketBytes(c, args, bucketBytes)) return kExitUsage;
   DeviceFlags devices;
   if (!parseDevices(c, args, devices)) return kExitUsage;
+  // --pipeline-stages N --micro-batches M: the model on N devices (split by compute unless placed
+  // already), each update's batch in M micro-batches pipelined through them.
+  int pipelineStages = 0;
+  auto schedule = parsePipelineSchedule(args.get("--schedule").value_or("gpipe"));
+  if (!schedule) return usageError(c, "--schedule takes gpipe or 1f1b, got '" + *args.get("--schedule") + "'");
+  if (auto s = args.get("--pipeline-stages")) {
+    auto n = parseInteger<int>(*s);
+    if (!n || *n < 1 || *n > kMaxDevices)
+      return usageError(c, "--pipeline-stages takes a stage count from 1 to " + std::to_string(kMaxDevices) + ", got '" + *s + "'");
+    if (devices.devices > 0 || args.has("--accumulate"))
+      return usageError(c, "--pipeline-stages N --micro-batches M places the model on N devices and accumulates M "
+                           "micro-batches itself: drop --devices and --accumulate");
+    auto m = parseInteger<int64_t>(args.get("--micro-batches").value_or(""));
+    if (!m || *m < 1) return usageError(c, "--pipeline-stages needs --micro-batches M, a positive number of micro-batches");
+    pipelineStages = *n;
+    accumulate = *m;
+  } else if (args.has("--micro-batches") || args.has("--schedule")) {
+    return usageError(c, "--micro-batches and --schedule go with --pipeline-stages N");
+  }
   const bool printStep = args.has("--print-step");
   int64_t localReplicas = 1;
   if (auto replicas = args.get("--replicas")) {
@@ -213,6 +233,13 @@ int run(const Command& c, const Args& args) {
   options.backend = requested;
   options.devices = devices.devices;
   options.split = devices.split;
+  if (pipelineStages > 0) {
+    if (replicas > 1) return fail(Error("--pipeline-stages with data-parallel replicas (hybrid parallelism) is not supported yet"));
+    options.devices = pipelineStages;
+    options.split = !passes::isPlaced(f);
+    options.pipeline = true;
+    options.schedule = *schedule;
+  }
   std::vector<Tensor> init;
   for (size_t i = 0; i < params->size(); ++i) {
     const NamedPath& p = (*params)[i];
@@ -330,6 +357,11 @@ int run(const Command& c, const Args& args) {
     if (leader) report.record(step, r->loss, r->metrics, wait);
   }
   if (leader) report.finish();
+  if (leader && t.pipelined())
+    fmt::print("pipeline: {} stages x {} micro-batches ({}): the devices idled {:.1f}% of the time (the bubble; "
+               "fill-drain model (N-1)/(M+N-1) = {:.1f}%)\n",
+               pipelineStages, *accumulate, pipelineScheduleName(*schedule), 100 * t.pipelineBubble(),
+               100 * fillDrainBubble(pipelineStages, static_cast<int>(*accumulate)));
   if (replicas > 1) {  // no silently diverged replicas: compare every rank's parameters with rank 0's
     auto ps = t.params();
     if (!ps) return fail(ps.error());
@@ -371,7 +403,9 @@ Command trainCommand() {
             "global batch, gradients are averaged across ranks before each update, and rank 0 alone\n"
             "prints, logs and saves. --devices N trains a function placed across devices ({device = K}\n"
             "on its ops) on N devices, each gradient computed where its forward op ran (--split places a\n"
-            "function without placement across them by compute). See\n"
+            "function without placement across them by compute). --pipeline-stages N --micro-batches M\n"
+            "pipelines each batch's M micro-batches through N devices (GPipe or 1F1B, --schedule) and\n"
+            "reports the bubble; the updates equal --accumulate M's. See\n"
             "docs/training.md and docs/parallelism.md.",
             {{"--params", "LIST", "parameters to train, NAME or NAME=INIT.npy, comma-separated"},
              {"--data", "LIST", "data parameters, NAME=PATH.npy, comma-separated (axis 0: samples); a glob pattern (x_*.npy) names shards"},
@@ -392,6 +426,9 @@ Command trainCommand() {
              bucketBytesFlag(),
              devicesFlag(),
              splitFlag(),
+             {"--pipeline-stages", "N", "pipeline parallelism: the model on N devices (split by compute unless placed)"},
+             {"--micro-batches", "M", "with --pipeline-stages: each batch in M micro-batches pipelined through the stages"},
+             {"--schedule", "NAME", "with --pipeline-stages: gpipe (fill-drain, the default) or 1f1b"},
              {"--collective-timeout", "SECONDS",
               "a collective (MPI or NCCL) stalled this long means a rank died: abort all (default 300)"},
              {"--print-step", "",

@@ -227,3 +227,86 @@ TEST(PlacedTraining, TwoDevicesTrainToTheOneDeviceBits) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(PipelinedTraining, MicroBatchesThroughTheStagesEqualAccumulatingThem) {
+  std::unique_ptr<Module> m;
+  Function& f = parsed(m, kPlacedMlp);
+  std::vector<Tensor> init = randomInputs(f, 4);
+  std::vector<Tensor> data = {init[2], init[3]};
+  for (int64_t i = 0; i < data[1].numElements(); ++i) data[1].setDouble(i, static_cast<double>((i * 7) % 3));
+  init.resize(2);
+  auto train = [&](int devices, bool pipeline, PipelineSchedule schedule) {
+    TrainOptions o;
+    o.spec = {{"w1", "w2"}, *passes::parseOptimizer("momentum")};
+    o.backend = Backend::Cpu;
+    o.accumulate = 4;
+    o.devices = devices;
+    o.pipeline = pipeline;
+    o.schedule = schedule;
+    auto t = TrainStep::create(f, o);
+    EXPECT_TRUE(t.ok()) << t.error().str();
+    EXPECT_TRUE((*t)->setParams(init).ok());
+    std::vector<double> losses;
+    for (int s = 0; s < 3; ++s) {
+      auto r = (*t)->step(data, 0.1f);
+      EXPECT_TRUE(r.ok()) << r.error().str();
+      losses.push_back(r->loss);
+    }
+    EXPECT_EQ((*t)->pipelined(), pipeline);
+    if (pipeline) {
+      EXPECT_GT((*t)->pipelineBubble(), 0);
+    }
+    return std::pair(losses, *(*t)->params());
+  };
+  auto [wantLosses, wantParams] = train(0, false, PipelineSchedule::FillDrain);
+  for (PipelineSchedule schedule : {PipelineSchedule::FillDrain, PipelineSchedule::OneForwardOneBackward}) {
+    SCOPED_TRACE(pipelineScheduleName(schedule));
+    auto [losses, params] = train(2, true, schedule);
+    EXPECT_EQ(losses, wantLosses);
+    for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(params[i] == wantParams[i]) << "parameter " << i;
+  }
+}
+
+TEST(StageChain, ThreeDevicesPipelineIndependentCallsUnderBothSchedules) {
+  std::unique_ptr<Module> m;
+  Function& f = parsed(m, R"(
+func @main(%x: f32[16,8], %w: f32[8,8]) -> f32[16,8] {
+  %a = matmul %x, %w {device = 0}
+  %b = tanh %a {device = 1}
+  %c = mul %b, %b {device = 2}
+  %d = sub %c, %x {device = 0}
+  return %d
+}
+)");
+  auto placed = PlacedExecutable::compile(f, 3, cpu());
+  ASSERT_TRUE(placed.ok()) << placed.error().str();
+  // Four calls on four inputs; each call's result is the one-call run's.
+  std::vector<Tensor> given;
+  std::vector<ChainCall> calls;
+  for (int c = 0; c < 4; ++c) {
+    std::vector<Tensor> in = randomInputs(f, static_cast<uint64_t>(c));
+    calls.push_back({placed->get(), {{-1, static_cast<int>(given.size())}, {-1, static_cast<int>(given.size()) + 1}}});
+    given.insert(given.end(), in.begin(), in.end());
+  }
+  for (PipelineSchedule schedule : {PipelineSchedule::FillDrain, PipelineSchedule::OneForwardOneBackward}) {
+    ChainStats stats;
+    auto out = runChain(calls, given, schedule, &stats);
+    ASSERT_TRUE(out.ok()) << out.error().str();
+    ASSERT_EQ(out->size(), 4u);
+    for (int c = 0; c < 4; ++c) {
+      auto one = (*placed)->run({given[2 * c], given[2 * c + 1]});
+      ASSERT_TRUE(one.ok());
+      EXPECT_TRUE((*out)[c][0] == (*one)[0]) << "call " << c;
+    }
+    EXPECT_EQ(stats.runs.size(), 4u * (*placed)->partition().stages.size());
+    EXPECT_EQ(stats.busyMs.size(), 3u);
+  }
+  EXPECT_DOUBLE_EQ(fillDrainBubble(2, 4), 0.2);
+  EXPECT_DOUBLE_EQ(fillDrainBubble(4, 1), 0.75);
+}
+
+}  // namespace
+}  // namespace kiln
