@@ -30,6 +30,10 @@ struct CompileOptions {
   // When set, every stage records its wall time and peak memory here (ir/compile_profile.h:
   // `kiln compile --time-passes`, the compile-time benchmark). Not part of what is compiled.
   CompileProfile* profile = nullptr;
+  // Executable::compile for cuda: the GPU it compiles for and runs on (a placed function's stage,
+  // runtime/placed_executable.h); -1: the process's GPU (cuda::Device::get()). Not part of what
+  // is compiled beyond the architecture it implies.
+  int deviceOrdinal = -1;
 };
 
 }  // namespace kiln::codegen

@@ -12,6 +12,7 @@
 #include "runtime/placed_executable.h"
 #if KILN_HAVE_CUDA
 #include "runtime/cuda/context.h"
+#include "runtime/cuda/driver.h"
 #endif
 
 namespace kiln {
@@ -46,6 +47,15 @@ Status cudaUsable() {
 }
 
 }  // namespace
+
+bool runsOnGpuSimulator() {
+#if KILN_HAVE_CUDA
+  auto d = cuda::driver();
+  return d && (*d)->simulated;
+#else
+  return false;
+#endif
+}
 
 Expected<Backend> resolveBackend(Backend requested) {
   switch (requested) {

@@ -20,6 +20,10 @@ class CompileProfile;
 // backend that is not built, or whose device is missing, is an error that says so and what to use.
 Expected<Backend> resolveBackend(Backend requested);
 
+// True when the CUDA driver kiln loaded is the GPU simulator (KILN_CUDA_DRIVER names
+// libkiln_gpusim.so): its timings are the host's, never a GPU's.
+bool runsOnGpuSimulator();
+
 struct RunOptions {
   Backend backend = Backend::Auto;
   // A `while` that runs longer than this stops with an error instead of hanging.

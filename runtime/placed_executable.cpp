@@ -11,17 +11,40 @@
 #include "runtime/executable.h"
 #include "runtime/stage_chain.h"
 #include "runtime/thread_pool.h"
+#if KILN_HAVE_CUDA
+#include "runtime/cuda/driver.h"
+#endif
 
 namespace kiln {
 
 PlacedExecutable::~PlacedExecutable() = default;
 
+namespace {
+
+// cuda: each device of the placement is a GPU of this process.
+Status checkGpus(int devices) {
+#if KILN_HAVE_CUDA
+  auto d = cuda::driver();
+  if (!d) return d.error();
+  int count = 0;
+  KILN_CU(cuDeviceGetCount, "", &count);
+  if (count < devices)
+    return Error("--devices " + std::to_string(devices) + " on cuda puts the stages on " + std::to_string(devices) +
+                 " GPUs, but the driver sees " + std::to_string(count) + " (the GPU simulator presents N with "
+                 "KILN_GPUSIM_DEVICES=N)");
+  return {};
+#else
+  (void)devices;
+  return Error("this kiln was built without the CUDA toolkit's headers, so it has no cuda backend");
+#endif
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Function& function, int devices,
                                                                       const codegen::CompileOptions& options, bool split) {
   if (devices < 1) return Error("--devices must be at least 1, not " + std::to_string(devices));
-  if (options.target != codegen::Target::Cpu)
-    return Error("a function placed across devices runs on the cpu backend so far (--backend cpu): the cuda "
-                 "backend drives one GPU per process (data parallelism: one process per GPU under mpirun)");
+  if (options.target == codegen::Target::Cuda) KILN_TRY(checkGpus(devices));
   std::unique_ptr<PlacedExecutable> exe(new PlacedExecutable());
   exe->devices_ = devices;
   exe->module_ = cloneFunction(function);
@@ -36,7 +59,9 @@ Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Func
       exe->stages_.push_back(nullptr);
       continue;
     }
-    auto compiled = Executable::compile(*stage.function, options);
+    codegen::CompileOptions stageOptions = options;
+    if (options.target == codegen::Target::Cuda) stageOptions.deviceOrdinal = stage.device;
+    auto compiled = Executable::compile(*stage.function, stageOptions);
     if (!compiled) return compiled.error();
     exe->stages_.push_back(std::move(*compiled));
   }

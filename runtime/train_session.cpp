@@ -58,6 +58,7 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   auto backend = resolveBackend(options.backend);
   if (!backend) return backend.error();
   t->backend_ = *backend;
+  t->placed_ = options.devices > 0;
   t->optimizer_ = options.spec.optimizer;
   t->numMetrics_ = layout->numMetrics;
   const TensorType& loss = f.resultTypes().at(0);  // stepLayout checked there is a result
@@ -121,8 +122,8 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   };
   if (options.pipeline) {
     // K accumulate calls pipelined through the devices' stages, then the update (stage_chain.h).
-    if (options.devices < 1 || t->backend_ != Backend::Cpu)
-      return Error("a pipelined step runs placed across --devices N on the cpu backend");
+    if (options.devices < 1 || t->backend_ == Backend::Interp)
+      return Error("a pipelined step runs placed across --devices N on a compiled backend (cpu or cuda)");
     auto accFn = passes::buildAccumulate(m, **specialized, options.spec);
     if (!accFn) return accFn.error();
     auto acc = compile(*accFn);
@@ -187,7 +188,7 @@ Expected<std::vector<Tensor>> TrainStep::runHost(const Fn& fn, const std::vector
 
 Expected<StepResult> TrainStep::step(const std::vector<Tensor>& data, float lr) {
   KILN_TRY(checkData(data));
-  return backend_ == Backend::Cuda ? stepDevice(data, lr) : stepHost(data, lr);
+  return deviceResident() ? stepDevice(data, lr) : stepHost(data, lr);
 }
 
 namespace {
@@ -311,7 +312,7 @@ Expected<std::vector<Tensor>> downloadAll(const std::vector<DeviceTensor>& devic
 
 Status TrainStep::prefetch(const std::vector<Tensor>& data) {
   KILN_TRY(checkData(data));
-  if (backend_ != Backend::Cuda) return Status();
+  if (!deviceResident()) return Status();
   if (prefetched_.valid()) prefetched_.wait();
   prefetchedHost_ = data;
   prefetched_ = std::async(std::launch::async, [this] { return uploadBatch(prefetchedHost_, k_, micro_); });
@@ -383,7 +384,7 @@ Status TrainStep::setResident(std::vector<Tensor>& host, std::vector<DeviceTenso
     if (values[i].type() != want)
       return Error("%" + names[i] + ": expected " + want.str() + ", got " + values[i].type().str());
   }
-  if (backend_ != Backend::Cuda) {
+  if (!deviceResident()) {
     host = values;
     return Status();
   }
@@ -395,7 +396,7 @@ Status TrainStep::setResident(std::vector<Tensor>& host, std::vector<DeviceTenso
 
 Expected<std::vector<Tensor>> TrainStep::getResident(const std::vector<Tensor>& host,
                                                       const std::vector<DeviceTensor>& device) const {
-  if (backend_ != Backend::Cuda) return host;
+  if (!deviceResident()) return host;
   return downloadAll(device);
 }
 

@@ -115,6 +115,9 @@ class TrainStep {
   std::vector<DeviceTensor> dParams_, dState_;      // cuda
   int64_t stepCount_ = 0;
   bool pipelined_ = false;  // step_ is the update, accumulate_ runs every micro-batch
+  bool placed_ = false;     // across devices: parameters stay on the host between the stages' runs
+  // Parameters and optimizer state live on the GPU between steps (cuda, one device).
+  bool deviceResident() const { return backend_ == Backend::Cuda && !placed_; }
   PipelineSchedule schedule_ = PipelineSchedule::FillDrain;
   double bubbleSum_ = 0;
   int64_t pipelinedSteps_ = 0;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "runtime/backend.h"
 #include "runtime/executable.h"
 #include "runtime/placed_executable.h"
 #include "tools/bench_report.h"
@@ -78,9 +79,12 @@ int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const code
                step, single, setup.devices, setup.microBatches, pipelineScheduleName(setup.schedule), idle, model);
     return kExitOk;
   }
-  fmt::print("@{} on {} devices (cpu, {} thread{} each): {} stages, {} micro-batch{} ({})\n", f.name(), setup.devices,
-             threads, threads == 1 ? "" : "s", stages.size(), setup.microBatches, setup.microBatches == 1 ? "" : "es",
-             pipelineScheduleName(setup.schedule));
+  bool cuda = options.target == codegen::Target::Cuda;
+  std::string each = cuda ? "cuda, a GPU each" : fmt::format("cpu, {} thread{} each", threads, threads == 1 ? "" : "s");
+  fmt::print("@{} on {} devices ({}): {} stages, {} micro-batch{} ({})\n", f.name(), setup.devices, each, stages.size(),
+             setup.microBatches, setup.microBatches == 1 ? "" : "es", pipelineScheduleName(setup.schedule));
+  if (cuda && runsOnGpuSimulator())
+    fmt::print("note: on the GPU simulator every time below is the host's time to simulate, not a GPU's\n");
   fmt::print("{:<28} {:>6} {:>10} {:>12} {:>12} {:>12}\n", "stage (per micro-batch)", "device", "start ms", "transfer ms",
              "bytes in", "compute ms");
   for (size_t s = 0; s < stages.size(); ++s)
@@ -92,10 +96,10 @@ int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const code
   }
   fmt::print("bubble {:.1f}% of the devices' time; fill-drain model (N-1)/(M+N-1) = {:.1f}% for N = {}, M = {}\n",
              100 * idle, 100 * model, setup.devices, setup.microBatches);
-  fmt::print("step {:.4f} ms on {} devices; {:.4f} ms for the same {} run{} one after another on one device with all {} "
-             "threads (same run, alternating)\n",
+  fmt::print("step {:.4f} ms on {} devices; {:.4f} ms for the same {} run{} one after another on one device{} (same run, "
+             "alternating)\n",
              step, setup.devices, single, setup.microBatches, setup.microBatches == 1 ? "" : "s",
-             std::max(1u, std::thread::hardware_concurrency()));
+             cuda ? "" : fmt::format(" with all {} threads", std::max(1u, std::thread::hardware_concurrency())));
   fmt::print("median of {} runs after {} warm-up\n", setup.reps, setup.warmup);
   return kExitOk;
 }

@@ -359,9 +359,12 @@ int run(const Command& c, const Args& args) {
   if (leader) report.finish();
   if (leader && t.pipelined())
     fmt::print("pipeline: {} stages x {} micro-batches ({}): the devices idled {:.1f}% of the time (the bubble; "
-               "fill-drain model (N-1)/(M+N-1) = {:.1f}%)\n",
+               "fill-drain model (N-1)/(M+N-1) = {:.1f}%){}\n",
                pipelineStages, *accumulate, pipelineScheduleName(*schedule), 100 * t.pipelineBubble(),
-               100 * fillDrainBubble(pipelineStages, static_cast<int>(*accumulate)));
+               100 * fillDrainBubble(pipelineStages, static_cast<int>(*accumulate)),
+               t.backend() == Backend::Cuda && runsOnGpuSimulator()
+                   ? "; on the GPU simulator these are the host's times of the simulation, not a GPU's"
+                   : "");
   if (replicas > 1) {  // no silently diverged replicas: compare every rank's parameters with rank 0's
     auto ps = t.params();
     if (!ps) return fail(ps.error());

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "runtime/cuda/driver.h"
@@ -99,11 +100,19 @@ class DriverAllocator : public RawAllocator {
   void free(uint64_t address) override { api().cuMemFree(static_cast<CUdeviceptr>(address)); }
 };
 
-// Never destroyed: buffers still alive at exit (in static objects) must not find it gone.
+// One cache per context (per GPU: kiln uses the primary contexts), the current one's: a placed
+// function's stages allocate on several GPUs of one process. Never destroyed: buffers still alive
+// at exit (in static objects) must not find it gone.
 CachingAllocator& allocator() {
   static DriverAllocator& raw = *new DriverAllocator;
-  static CachingAllocator& cache = *new CachingAllocator(raw);
-  return cache;
+  static std::mutex& mutex = *new std::mutex;
+  static auto& caches = *new std::map<CUcontext, CachingAllocator*>;
+  CUcontext current = nullptr;
+  api().cuCtxGetCurrent(&current);
+  std::lock_guard<std::mutex> lock(mutex);
+  CachingAllocator*& cache = caches[current];
+  if (!cache) cache = new CachingAllocator(raw);
+  return *cache;
 }
 
 }  // namespace

@@ -56,9 +56,13 @@ bool hasRegionSteps(const codegen::BlockPlan& plan) {
 
 }  // namespace
 
+Program::~Program() {
+  if (device_) (void)device_->makeCurrent();  // nothing to report to from a destructor
+}
+
 Expected<std::unique_ptr<Program>> Program::compile(const Function& function, codegen::CompileOptions options,
                                                     codegen::CompileCache* cache) {
-  auto device = Device::get();
+  auto device = options.deviceOrdinal >= 0 ? Device::get(options.deviceOrdinal) : Device::get();
   if (!device) return device.error();
   // LLVM 19 and CUDA 13 together target sm_75 and newer (codegen/gpu_arch.h).
   if ((*device)->computeCapability() < 75)

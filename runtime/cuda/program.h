@@ -52,6 +52,9 @@ class Program {
   // message.
   static Expected<std::unique_ptr<Program>> compile(const Function& function, codegen::CompileOptions options,
                                                     codegen::CompileCache* cache);
+  // Makes its GPU's context current first, so its memory, streams and modules are released on
+  // their own GPU (a placed function's stages live on several).
+  ~Program();
 
   // Host tensors in, host tensors out: inputs are copied into the program's own device buffers,
   // results copied back. Runs are serialised (one stream, one set of buffers).
