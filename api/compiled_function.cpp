@@ -4,11 +4,15 @@
 
 #include "api/function_lookup.h"
 #include "codegen/compile_stages.h"
+#include "ir/clone.h"
 #include "ir/interp/interpreter.h"
 #include "ir/printer.h"
 #include "kiln/compile.h"
+#include "passes/placement.h"
+#include "passes/split_devices.h"
 #include "runtime/backend.h"
 #include "runtime/executable.h"
+#include "runtime/placed_executable.h"
 
 namespace kiln {
 
@@ -18,7 +22,8 @@ struct CompiledFunction::Impl {
   Signature signature;
   Backend backend = Backend::Cpu;
   codegen::CompileOptions options;
-  std::unique_ptr<Executable> executable;  // null on the interpreter
+  std::unique_ptr<Executable> executable;  // null on the interpreter, and when placed
+  std::unique_ptr<PlacedExecutable> placed;  // across devices (CompileOptions::devices)
 };
 
 CompiledFunction::CompiledFunction(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -38,7 +43,19 @@ Expected<CompiledFunction> compile(const Graph& graph, const CompileOptions& opt
   impl->options.fastMath = options.fastMath;
   impl->options.disabledPasses = options.disabledPasses;
   impl->options.dumpDir = options.dumpDir;
-  if (*backend != Backend::Interp) {
+  if (options.devices < 0) return Error("CompileOptions::devices must be 0 (one device) or more, not " + std::to_string(options.devices));
+  if (options.split && options.devices == 0) return Error("CompileOptions::split places the function across `devices` devices: set devices");
+  if (options.devices > 0 && *backend == Backend::Interp) {  // the placement's errors, then run as one device
+    std::shared_ptr<Module> placed = cloneFunction(**function);
+    Function& f = *placed->functions().front();
+    KILN_TRY(options.split ? passes::splitAcrossDevices(f, options.devices) : passes::placeDevices(f, options.devices));
+    impl->module = placed;
+    impl->function = &f;
+  } else if (options.devices > 0) {
+    auto placed = PlacedExecutable::compile(**function, options.devices, impl->options, options.split);
+    if (!placed) return placed.error();
+    impl->placed = std::move(*placed);
+  } else if (*backend != Backend::Interp) {
     auto executable = Executable::compile(**function, impl->options);
     if (!executable) return executable.error();
     impl->executable = std::move(*executable);
@@ -51,6 +68,7 @@ const Signature& CompiledFunction::signature() const { return impl_->signature; 
 Backend CompiledFunction::backend() const { return impl_->backend; }
 
 Expected<std::vector<Tensor>> CompiledFunction::run(const std::vector<Tensor>& inputs) const {
+  if (impl_->placed) return impl_->placed->run(inputs);
   if (!impl_->executable) return interpret(*impl_->function, inputs);
   return impl_->executable->run(inputs);
 }
@@ -59,23 +77,35 @@ Expected<std::vector<Tensor>> CompiledFunction::run(std::span<const TensorView> 
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].data && inputs[i].byteSize() > 0) return Error("input " + std::to_string(i) + " has no data");
   if (impl_->executable) return impl_->executable->run(inputs);
-  std::vector<Tensor> copies;  // the interpreter computes on tensors of its own
+  std::vector<Tensor> copies;  // the interpreter and placed runs compute on tensors of their own
   for (const TensorView& v : inputs) copies.push_back(Tensor::copyOf(v));
-  return interpret(*impl_->function, copies);
+  return run(copies);
 }
 
 Expected<std::vector<DeviceTensor>> CompiledFunction::run(const std::vector<DeviceTensor>& inputs) const {
   if (impl_->backend != Backend::Cuda)
     return Error("@" + impl_->signature.name + " was compiled for " + std::string(backendName(impl_->backend)) +
                  ": device tensors need the cuda backend (run it with host tensors)");
+  if (impl_->placed) return Error("@" + impl_->signature.name + " runs placed across devices: run it with host tensors");
   return impl_->executable->runOnDevice(inputs);
 }
 
 std::vector<std::string> CompiledFunction::kernels() const {
+  std::vector<std::string> names;
+  if (impl_->placed)  // each stage's, prefixed with its stage function's name
+    for (size_t s = 0; s < impl_->placed->partition().stages.size(); ++s)
+      if (const Executable* e = impl_->placed->stageExecutable(s))
+        for (const std::string& k : e->kernelNames())
+          names.push_back(impl_->placed->partition().stages[s].function->name() + "/" + k);
+  if (impl_->placed) return names;
   return impl_->executable ? impl_->executable->kernelNames() : std::vector<std::string>{};
 }
 
 Expected<std::string> CompiledFunction::dump(Stage stage) const {
+  if (impl_->placed) {
+    if (stage == Stage::Kiln) return printFunction(impl_->placed->placedFunction());
+    return Error("@" + impl_->signature.name + " runs placed across devices: dump its stages with `kiln explain --devices N`");
+  }
   if (!impl_->executable) {
     if (stage == Stage::Kiln) return printFunction(*impl_->function);
     return Error("@" + impl_->signature.name + " runs on the interpreter: it has no LLVM IR or machine code");

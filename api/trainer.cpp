@@ -26,6 +26,13 @@ Expected<Trainer> Trainer::create(const Graph& graph, const TrainerOptions& opti
   o.batch = options.batch;
   o.accumulate = options.accumulate;
   o.backend = *backend;
+  o.devices = options.devices;
+  o.split = options.split;
+  o.pipeline = options.pipeline;
+  auto schedule = parsePipelineSchedule(options.schedule);
+  if (!schedule) return Error("TrainerOptions::schedule is \"gpipe\" or \"1f1b\", not \"" + options.schedule + "\"");
+  o.schedule = *schedule;
+  if (o.pipeline && o.devices < 1) return Error("TrainerOptions::pipeline runs across `devices` devices: set devices");
   auto step = TrainStep::create(**function, o);
   if (!step) return step.error();
   auto impl = std::make_shared<Impl>();

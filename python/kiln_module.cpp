@@ -272,8 +272,10 @@ NB_MODULE(_kiln, m) {
 
   m.def("compile", [](const kiln::Graph& graph, const std::string& backend, const std::string& function,
                       const std::string& gpuArch, bool fastMath, const std::vector<std::string>& disabledPasses,
-                      const std::string& dumpDir) {
+                      const std::string& dumpDir, int devices, bool split) {
           kiln::CompileOptions o;
+          o.devices = devices;
+          o.split = split;
           o.backend = backendOf(backend);
           o.function = function;
           o.gpuArch = gpuArch;
@@ -284,12 +286,18 @@ NB_MODULE(_kiln, m) {
           return take(kiln::compile(graph, o));
         },
         nb::arg("graph"), nb::arg("backend") = "auto", nb::arg("function") = "", nb::arg("gpu_arch") = "sm_80",
-        nb::arg("fast_math") = false, nb::arg("disabled_passes") = std::vector<std::string>{}, nb::arg("dump_dir") = "");
+        nb::arg("fast_math") = false, nb::arg("disabled_passes") = std::vector<std::string>{}, nb::arg("dump_dir") = "",
+        nb::arg("devices") = 0, nb::arg("split") = false);
 
   nb::class_<kiln::Trainer>(m, "Trainer")
       .def_static("create", [](const kiln::Graph& graph, const std::vector<std::string>& params, const std::string& optimizer,
-                               int64_t batch, int64_t accumulate, const std::string& backend, const std::string& function) {
+                               int64_t batch, int64_t accumulate, const std::string& backend, const std::string& function,
+                               int devices, bool split, bool pipeline, const std::string& schedule) {
                     kiln::TrainerOptions o;
+                    o.devices = devices;
+                    o.split = split;
+                    o.pipeline = pipeline;
+                    o.schedule = schedule;
                     o.params = params;
                     o.optimizer = optimizer;
                     o.batch = batch;
@@ -300,7 +308,8 @@ NB_MODULE(_kiln, m) {
                     return take(kiln::Trainer::create(graph, o));
                   },
                   nb::arg("graph"), nb::arg("params"), nb::arg("optimizer") = "sgd", nb::arg("batch") = 0,
-                  nb::arg("accumulate") = 1, nb::arg("backend") = "cpu", nb::arg("function") = "")
+                  nb::arg("accumulate") = 1, nb::arg("backend") = "cpu", nb::arg("function") = "", nb::arg("devices") = 0,
+                  nb::arg("split") = false, nb::arg("pipeline") = false, nb::arg("schedule") = "gpipe")
       .def("step", [](kiln::Trainer& t, const std::vector<Array>& data, float lr) {
              std::vector<kiln::Tensor> tensors = toTensors(data);
              kiln::Expected<kiln::TrainStats> stats = [&] {

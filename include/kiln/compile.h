@@ -33,6 +33,12 @@ struct CompileOptions {
   std::vector<std::string> disabledPasses;
   // If set, every stage is written there: the IR after each pass, LLVM IR, PTX or assembly.
   std::string dumpDir;
+  // Run the function placed across this many devices: its ops' `device` attributes (a
+  // FunctionBuilder sets them as any attribute: {"device", 1}), or with `split`, placed by
+  // compute. cpu: the machine split into devices; cuda: a GPU each. 0: one device, where
+  // placement changes nothing. docs/parallelism.md.
+  int devices = 0;
+  bool split = false;
 };
 
 // A stage of compilation, as text (CompiledFunction::dump; `kiln compile --emit`).
@@ -56,7 +62,7 @@ class CompiledFunction {
   // The same on inputs in memory the caller owns (NumPy arrays': kiln's Python module), which the
   // CPU reads in place, without a copy.
   Expected<std::vector<Tensor>> run(std::span<const TensorView> inputs) const;
-  // cuda: inputs already on the GPU, results left there.
+  // cuda: inputs already on the GPU, results left there (not for a function placed across devices).
   Expected<std::vector<DeviceTensor>> run(const std::vector<DeviceTensor>& inputs) const;
   // The kernels a run launches, in order (empty on the interpreter).
   std::vector<std::string> kernels() const;

@@ -35,6 +35,14 @@ struct TrainerOptions {
   int64_t accumulate = 1;
   // Where the step runs: cpu, cuda (parameters stay on the GPU) or interp.
   Backend backend = Backend::Cpu;
+  // Train the function placed across this many devices (its ops' `device` attributes, or with
+  // `split` placed by compute): each gradient computed where its op runs. 0: one device.
+  int devices = 0;
+  bool split = false;
+  // With devices: run the `accumulate` micro-batches pipelined through the devices' stages,
+  // "gpipe" (fill-drain) or "1f1b"; the updates equal accumulating them one after another.
+  bool pipeline = false;
+  std::string schedule = "gpipe";
 };
 
 struct TrainStats {

@@ -104,12 +104,14 @@ class Function:
 
 
 def compile(source, backend="auto", *, function="", fast_math=False, gpu_arch="sm_80", disabled_passes=(),
-            dump_dir=""):
+            dump_dir="", devices=0, split=False):
     """Compiles a function (the entry, @main else the first, unless `function` names one) of .kiln text,
     a .kiln or .onnx file, or a Graph, for backend "auto" (cuda where a GPU is usable, else cpu), "cpu",
-    "cuda" or "interp". Compiled code is cached by content, so compiling the same function again is quick."""
+    "cuda" or "interp". Compiled code is cached by content, so compiling the same function again is quick.
+    `devices=N` runs it placed across N devices (its ops' `device` attributes, or with `split=True`
+    placed by compute; docs/parallelism.md)."""
     return Function(_compile(_graph(source), backend, function, gpu_arch, fast_math, list(disabled_passes),
-                             os.fspath(dump_dir)))
+                             os.fspath(dump_dir), devices, split))
 
 
 class TrainStep:
@@ -160,9 +162,13 @@ class TrainStep:
         self._trainer.load(os.fspath(directory))
 
 
-def train_step(source, params, optimizer="sgd", *, batch=0, accumulate=1, backend="cpu", function=""):
+def train_step(source, params, optimizer="sgd", *, batch=0, accumulate=1, backend="cpu", function="", devices=0,
+               split=False, pipeline=False, schedule="gpipe"):
     """Builds and compiles the training step of a loss function (its first result a scalar loss):
     `params` names the parameters to train, the others are data; `optimizer` is "sgd", "momentum",
     "nesterov", "adam" or "adamw"; `batch` samples per update (0: as written), `accumulate`
-    micro-batches per update. Parameters start at zero until `step.params = {...}`."""
-    return TrainStep(Trainer.create(_graph(source), list(params), optimizer, batch, accumulate, backend, function))
+    micro-batches per update. `devices=N` trains it placed across N devices (`split=True`: placed by
+    compute), `pipeline=True` pipelines the micro-batches through them ("gpipe" or "1f1b").
+    Parameters start at zero until `step.params = {...}`."""
+    return TrainStep(Trainer.create(_graph(source), list(params), optimizer, batch, accumulate, backend, function,
+                                    devices, split, pipeline, schedule))

@@ -151,3 +151,25 @@ def test_function_builder():
         c.op("reduce_sum", p, axes={"a": 1})
     with pytest.raises(kiln.KilnError, match="unknown dtype 'f33'"):
         c.param("f33", [2])
+
+
+def test_placed_across_devices_and_pipelined_training():
+    graph = kiln.load(os.path.join(ROOT, "examples", "mlp.kiln"))
+    inputs = graph.random_inputs(5)
+    one = kiln.compile(graph, "cpu")
+    two = kiln.compile(graph, "cpu", devices=2, split=True)
+    np.testing.assert_array_equal(two(*inputs), one(*inputs))
+    assert "transfer" in two.dump("kiln")
+    with pytest.raises(kiln.KilnError, match="set devices"):
+        kiln.compile(graph, "cpu", split=True)
+    source = os.path.join(ROOT, "examples", "train", "mlp_classifier.kiln")
+    names = ["w1", "b1", "w2", "b2", "w3", "b3"]
+    plain = kiln.train_step(source, names, "sgd", batch=32, accumulate=2)
+    piped = kiln.train_step(source, names, "sgd", batch=32, accumulate=2, devices=2, split=True, pipeline=True)
+    rng = np.random.default_rng(1)
+    start = {name: (0.3 * rng.standard_normal(value.shape)).astype(np.float32) for name, value in plain.params.items()}
+    plain.params = start
+    piped.params = start
+    x = rng.uniform(-1, 1, (32, 2)).astype(np.float32)
+    y = (x.sum(axis=1) > 0).astype(np.int32)
+    assert plain(x, y, lr=0.1) == piped(x, y, lr=0.1)

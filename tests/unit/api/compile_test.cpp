@@ -155,3 +155,48 @@ TEST(ApiCompile, ReportsItsVersion) {
 }
 
 }  // namespace
+
+namespace {
+
+// Placement through the public API: the builder writes `device` like any attribute, and a
+// function compiled across two devices gives the one-device results.
+TEST(ApiPlacement, ABuiltFunctionPlacedOnTwoDevicesComputesWhatOneDoes) {
+  kiln::FunctionBuilder b("main");
+  kiln::Node x = b.param({kiln::DType::F32, {8, 16}}, "x");
+  kiln::Node w = b.param({kiln::DType::F32, {16, 4}}, "w");
+  kiln::Node h = b.op("matmul", {x, w}, {{"device", int64_t{0}}});
+  kiln::Node y = b.op("tanh", {h}, {{"device", int64_t{1}}});
+  auto g = b.finish({y});
+  ASSERT_TRUE(g) << g.error().str();
+  auto inputs = *g->randomInputs(2);
+  kiln::CompileOptions one;
+  one.backend = kiln::Backend::Cpu;
+  auto want = kiln::compile(*g, one)->run(inputs);
+  ASSERT_TRUE(want) << want.error().str();
+  for (kiln::Backend backend : {kiln::Backend::Cpu, kiln::Backend::Interp}) {
+    kiln::CompileOptions two = one;
+    two.backend = backend;
+    two.devices = 2;
+    auto f = kiln::compile(*g, two);
+    ASSERT_TRUE(f) << f.error().str();
+    auto got = f->run(inputs);
+    ASSERT_TRUE(got) << got.error().str();
+    EXPECT_LE(maxDifference((*want)[0], (*got)[0]), 1e-6);
+    EXPECT_NE(f->dump(kiln::Stage::Kiln)->find("= transfer %0 {from = 0, to = 1}"), std::string::npos) << *f->dump(kiln::Stage::Kiln);
+  }
+  kiln::CompileOptions placed = one;
+  placed.devices = 2;
+  auto f = kiln::compile(*g, placed);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kernels().front().rfind("main.d0.s0/", 0), 0u) << f->kernels().front();
+  // A device the placement needs and the options lack is an error at the op.
+  placed.devices = 1;
+  auto lacking = kiln::compile(*g, placed);
+  ASSERT_FALSE(lacking);
+  EXPECT_NE(lacking.error().message().find("device 1 does not exist"), std::string::npos) << lacking.error().message();
+  placed.devices = 0;
+  placed.split = true;
+  EXPECT_FALSE(kiln::compile(*g, placed));
+}
+
+}  // namespace

@@ -97,3 +97,31 @@ TEST(ApiTrainer, BadOptionsAndDataAreErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ApiTrainer, PipelinedAcrossTwoDevicesItTrainsAsAccumulation) {
+  kiln::Graph g = classifier();
+  kiln::TrainerOptions plain = options();
+  plain.accumulate = 4;
+  kiln::TrainerOptions piped = plain;
+  piped.devices = 2;
+  piped.split = true;
+  piped.pipeline = true;
+  piped.schedule = "1f1b";
+  auto a = kiln::Trainer::create(g, plain), b = kiln::Trainer::create(g, piped);
+  ASSERT_TRUE(a && b) << (a ? b.error().str() : a.error().str());
+  ASSERT_TRUE(a->setParams(initialParams(g)).ok() && b->setParams(initialParams(g)).ok());
+  for (int s = 0; s < 3; ++s) {
+    auto x = a->step(batch(64, static_cast<uint32_t>(s)), 0.01f), y = b->step(batch(64, static_cast<uint32_t>(s)), 0.01f);
+    ASSERT_TRUE(x && y) << (x ? y.error().str() : x.error().str());
+    EXPECT_EQ(x->loss, y->loss);
+  }
+  piped.schedule = "zigzag";
+  EXPECT_FALSE(kiln::Trainer::create(g, piped));
+  piped.schedule = "gpipe";
+  piped.devices = 0;
+  EXPECT_FALSE(kiln::Trainer::create(g, piped));
+}
+
+}  // namespace
