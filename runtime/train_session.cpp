@@ -6,6 +6,7 @@
 
 #include "ir/interp/interpreter.h"
 #include "runtime/checkpoint.h"
+#include "runtime/collectives/communicator.h"
 #include "passes/placement.h"
 #include "passes/split_devices.h"
 #include "runtime/executable.h"
@@ -99,6 +100,9 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   Module& m = *t->module_;
   auto specialized = passes::specializeBatch(m, f, layout->dataIndex, t->micro_, f.name() + "_batch" + std::to_string(t->micro_));
   if (!specialized) return specialized.error();
+  if (options.devices > 0 && !options.pipeline && options.spec.dataParallel)
+    return Error("a step placed across devices averages its gradients across replicas only when pipelined "
+                 "(--pipeline-stages N --micro-batches M under mpirun); --devices N with replicas is not supported yet");
   if (options.devices > 0)
     KILN_TRY(options.split ? passes::splitAcrossDevices(**specialized, options.devices)
                            : passes::placeDevices(**specialized, options.devices));
@@ -124,7 +128,11 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
     // K accumulate calls pipelined through the devices' stages, then the update (stage_chain.h).
     if (options.devices < 1 || t->backend_ == Backend::Interp)
       return Error("a pipelined step runs placed across --devices N on a compiled backend (cpu or cuda)");
-    auto accFn = passes::buildAccumulate(m, **specialized, options.spec);
+    // Replicas (hybrid) average on the host between the micro-batches and the update.
+    passes::TrainSpec local = options.spec;
+    local.dataParallel = false;
+    t->dataParallel_ = options.spec.dataParallel;
+    auto accFn = passes::buildAccumulate(m, **specialized, local);
     if (!accFn) return accFn.error();
     auto acc = compile(*accFn);
     if (!acc) return acc.error();
@@ -134,7 +142,7 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
     size_t first = 1 + static_cast<size_t>(t->numMetrics_);
     for (size_t i = first; i < placedAcc.body().terminator()->numOperands(); ++i)
       devices.push_back(GraphBuilder::writtenDevice(placedAcc.body().terminator()->operand(i)));
-    auto updateFn = passes::buildUpdate(m, **specialized, options.spec, t->k_, devices);
+    auto updateFn = passes::buildUpdate(m, **specialized, local, t->k_, devices);
     if (!updateFn) return updateFn.error();
     auto update = compile(*updateFn);
     if (!update) return update.error();
@@ -234,13 +242,39 @@ Expected<StepResult> TrainStep::stepPipelined(const std::vector<Tensor>& data, f
   for (int j = 0; j < P; ++j) update.inputs.push_back({static_cast<int>(k_) - 1, first + j});
   update.inputs.push_back({-1, lrAt});
   update.inputs.push_back({-1, lrAt + 1});
-  calls.push_back(std::move(update));
+  // Data parallel too (hybrid): the accumulators and the forward results are averaged across the
+  // replicas between the micro-batches and the update, on this thread, in parameter order, so
+  // every replica's calls pair up (each parameter's gradient among the replicas of its stage).
+  if (!dataParallel_) calls.push_back(std::move(update));
   ChainStats stats;
   auto out = runChain(calls, given, schedule_, &stats);
   if (!out) return out.error();
   StepResult result;
   for (int64_t i = 0; i < k_; ++i) addForward(result, (*out)[static_cast<size_t>(i)], numMetrics_);
   averageForward(result, k_);
+  if (dataParallel_) {
+    auto comm = collectives::worldCommunicator();
+    if (!comm) return comm.error();
+    std::vector<Tensor>& last = (*out)[static_cast<size_t>(k_) - 1];
+    for (int j = 0; j < P; ++j) {
+      Tensor& acc = last[static_cast<size_t>(first + j)];
+      KILN_TRY((*comm)->allReduce(acc.data(), acc.numElements(), acc.dtype(), collectives::ReduceKind::Mean,
+                                  "the gradient of %" + paramNames_[static_cast<size_t>(j)]));
+    }
+    std::vector<double> forward = {result.loss};
+    forward.insert(forward.end(), result.metrics.begin(), result.metrics.end());
+    KILN_TRY((*comm)->allReduce(forward.data(), static_cast<int64_t>(forward.size()), DType::F64,
+                                collectives::ReduceKind::Mean, "the loss and metrics"));
+    result.loss = forward[0];
+    std::copy(forward.begin() + 1, forward.end(), result.metrics.begin());
+    for (ChainSource& s : update.inputs)
+      if (s.call >= 0) s = {-1, static_cast<int>(given.size()) + s.index - first};
+    given.insert(given.end(), last.begin() + first, last.end());
+    ChainStats updating;
+    auto updated = runChain({update}, given, schedule_, &updating);
+    if (!updated) return updated.error();
+    out->push_back(std::move(updated->front()));
+  }
   const std::vector<Tensor>& updated = out->back();
   params_.assign(updated.begin(), updated.begin() + P);
   state_.assign(updated.begin() + P, updated.end());

@@ -115,6 +115,7 @@ class TrainStep {
   std::vector<DeviceTensor> dParams_, dState_;      // cuda
   int64_t stepCount_ = 0;
   bool pipelined_ = false;  // step_ is the update, accumulate_ runs every micro-batch
+  bool dataParallel_ = false;  // pipelined across replicas too: gradients averaged on the host
   bool placed_ = false;     // across devices: parameters stay on the host between the stages' runs
   // Parameters and optimizer state live on the GPU between steps (cuda, one device).
   bool deviceResident() const { return backend_ == Backend::Cuda && !placed_; }

@@ -234,7 +234,6 @@ int run(const Command& c, const Args& args) {
   options.devices = devices.devices;
   options.split = devices.split;
   if (pipelineStages > 0) {
-    if (replicas > 1) return fail(Error("--pipeline-stages with data-parallel replicas (hybrid parallelism) is not supported yet"));
     options.devices = pipelineStages;
     options.split = !passes::isPlaced(f);
     options.pipeline = true;

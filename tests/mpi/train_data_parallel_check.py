@@ -7,7 +7,8 @@
      reductions overlap the backward pass) end with parameters bit-identical on every rank (kiln
      train checks and says so) and equal, within f32 rounding, to one process training on the same
      global batches;
-  2. --replicas 2 starts the two ranks itself;
+  2. --replicas 2 starts the two ranks itself; on the CPU, hybrid parallelism (mpirun -np 2 x
+     --pipeline-stages 2 --micro-batches 2, both schedules) equals one process too;
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
      checkpoint written before it stays valid: --resume continues from it;
   4. a rank that hangs mid-run makes the others' reductions pass --collective-timeout: rank 0
@@ -57,6 +58,16 @@ def main():
         if "replicas: all %d hold the same parameters" % ranks not in r.stdout:
             sys.exit("%s: kiln train did not confirm identical replicas:\n%s" % (out, r.stdout))
         same("single", out, "mpirun -np %d %s equals one process, ranks bit-identical" % (ranks, " ".join(extra)))
+
+    # Hybrid: data parallel across 2 ranks x each rank's batch pipelined through 2 devices (CPU
+    # devices; on cuda each rank would need 2 GPUs of its own).
+    if a.backend == "cpu":
+        for schedule in ("gpipe", "1f1b"):
+            out = "hybrid_" + schedule
+            r = train(2, out, "--steps", "12", "--pipeline-stages", "2", "--micro-batches", "2", "--schedule", schedule)
+            if "replicas: all 2 hold the same parameters" not in r.stdout or "pipeline: 2 stages x 2" not in r.stdout:
+                sys.exit("%s: no identical replicas or no pipeline report:\n%s" % (out, r.stdout))
+            same("single", out, "mpirun -np 2 x --pipeline-stages 2 --micro-batches 2 (%s) equals one process" % schedule)
 
     r = subprocess.run([a.kiln, "train"] + common + ["--steps", "12", "--save", "replicas2", "--replicas", "2"],
                        env=os.environ.copy(),
