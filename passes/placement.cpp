@@ -157,35 +157,38 @@ class Placer {
   // Points each use, by an op (or a region inside it) on another device, of a value at a
   // transfer of it to that device, made before the first such op.
   void insertTransfers() {
-    std::map<std::pair<const Value*, int>, Value*> moved;
-    for (Op* op : ops_) {
-      if (op->kind() == OpKind::Transfer) continue;
-      int to = opDevice_[op];
-      auto redirect = [&](Op* user) {
-        for (size_t i = 0; i < user->numOperands(); ++i) {
-          Value* v = user->operand(i);
-          int from = isTopLevelValue(v, body_) ? deviceOf(v) : to;
-          if (from == to) continue;
-          Value*& copy = moved[{v, to}];
-          if (!copy) {
-            std::string name = v->name().empty() ? "" : v->name() + ".d" + std::to_string(to);
-            const Op* def = v->definingOp();
-            if (def && def->numOperands() == 0 && def->numRegions() == 0) {  // a constant or iota: made again there
-              Op* made = body_.insertBefore(op, Op::create(def->kind(), {}, {v->type()}, def->attrs(), def->loc()));
-              made->setAttr(kDeviceAttr, Attr(int64_t{to}));
-              made->result()->setName(name);
-              copy = made->result();
-            } else {
-              copy = insertOpBefore(*op, OpKind::Transfer, {v}, {{"from", Attr(from)}, {"to", Attr(to)}}, name);
-            }
-            opDevice_[copy->definingOp()] = to;
-          }
-          user->setOperand(i, copy);
-        }
-      };
-      redirect(op);
-      for (size_t r = 0; r < op->numRegions(); ++r) walkOps(*op->region(r), [&](const Op* inner) { redirect(const_cast<Op*>(inner)); });
+    for (Op* op : ops_)
+      if (op->kind() != OpKind::Transfer) redirectOperands(*op, *op, opDevice_[op]);
+  }
+
+  // `user`'s operands, and those of the ops in its regions, that live on another device than
+  // `to`: each replaced by its copy on `to` (made before `at`, the top-level op holding `user`).
+  void redirectOperands(Op& user, Op& at, int to) {
+    for (size_t i = 0; i < user.numOperands(); ++i) {
+      Value* v = user.operand(i);
+      if (isTopLevelValue(v, body_) && deviceOf(v) != to) user.setOperand(i, copyOn(v, to, at));
     }
+    for (size_t r = 0; r < user.numRegions(); ++r)
+      for (const auto& inner : user.region(r)->ops()) redirectOperands(*inner, at, to);
+  }
+
+  // `v` on device `to`, made once and before `at`: a transfer, or for a constant or an iota a
+  // copy of it made there.
+  Value* copyOn(Value* v, int to, Op& at) {
+    Value*& copy = moved_[{v, to}];
+    if (copy) return copy;
+    std::string name = v->name().empty() ? "" : v->name() + ".d" + std::to_string(to);
+    const Op* def = v->definingOp();
+    if (def && def->numOperands() == 0 && def->numRegions() == 0) {
+      Op* made = body_.insertBefore(&at, Op::create(def->kind(), {}, {v->type()}, def->attrs(), def->loc()));
+      made->setAttr(kDeviceAttr, Attr(int64_t{to}));
+      made->result()->setName(name);
+      copy = made->result();
+    } else {
+      copy = insertOpBefore(at, OpKind::Transfer, {v}, {{"from", Attr(deviceOf(v))}, {"to", Attr(to)}}, name);
+    }
+    opDevice_[copy->definingOp()] = to;
+    return copy;
   }
 
   Function& f_;
@@ -194,6 +197,7 @@ class Placer {
   std::vector<Op*> ops_;  // top level, without the return, in program order
   std::unordered_map<const Op*, int> opDevice_;
   std::unordered_map<const Value*, int> paramDevice_;
+  std::map<std::pair<const Value*, int>, Value*> moved_;  // (value, device) -> its copy there
 };
 
 }  // namespace
