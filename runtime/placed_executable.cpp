@@ -61,6 +61,8 @@ Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Func
     }
     codegen::CompileOptions stageOptions = options;
     if (options.target == codegen::Target::Cuda) stageOptions.deviceOrdinal = stage.device;
+    // Each stage's dump in a folder of its own, named after the stage ("main.d1.s1").
+    if (!options.dumpDir.empty()) stageOptions.dumpDir = options.dumpDir + "/" + stage.function->name();
     auto compiled = Executable::compile(*stage.function, stageOptions);
     if (!compiled) return compiled.error();
     exe->stages_.push_back(std::move(*compiled));
