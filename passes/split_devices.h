@@ -8,9 +8,11 @@ namespace kiln::passes {
 
 // Puts the top-level ops of `f` (which must carry no `device` yet) on devices 0..devices-1 in
 // program order, in runs of about equal cost, then places it (placeDevices: transfers at the
-// cuts). An op's cost is its dense math (ir/op_cost.h) plus the elements it writes; device k
-// takes the ops whose running cost ends within the k-th of the total, so a long chain becomes
-// devices consecutive stages, as GPipe cuts a model.
+// cuts). An op's cost balances compute and memory: the mean of its share of the function's
+// compute (dense math, ir/op_cost.h, plus the elements it writes) and its share of the
+// parameters' bytes (those it is the first to read, which its device will hold). Device k takes
+// the ops whose cost's middle falls in the k-th of the total, so a long chain becomes `devices`
+// consecutive stages, as GPipe cuts a model.
 Status splitAcrossDevices(Function& f, int devices);
 
 }  // namespace kiln::passes
