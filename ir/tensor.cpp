@@ -108,7 +108,7 @@ Tensor Tensor::scalar(DType t, double v) {
 }
 
 Tensor Tensor::copyOf(const TensorView& view) {
-  Tensor out(view.type);
+  Tensor out = uninitialized(view.type);
   if (out.byteSize() > 0) std::memcpy(out.data(), view.data, out.byteSize());
   return out;
 }

@@ -86,7 +86,8 @@ class ExecutionContext {
     size_t bytes = std::max(plan.arenaBytes(), plan.alignment());
     arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(plan.alignment(), bytes)));
     KILN_INTERNAL_CHECK(arena_, "cpu backend: out of memory for a " + std::to_string(bytes) + "-byte arena");
-    for (const Value* v : plan.resultValues()) results_.emplace(v, Tensor(v->type()));
+    // Every result is written whole by its kernel (or copied), so its memory is not zeroed first.
+    for (const Value* v : plan.resultValues()) results_.emplace(v, Tensor::uninitialized(v->type()));
     // Constant data is read where the executable's IR holds it (16-byte aligned, as Tensor bytes
     // come from operator new): no copy per run.
     for (const Value* v : exe.constants_)

@@ -262,7 +262,7 @@ class ChainRun {
           views.emplace_back(v);
           continue;
         }
-        copies.emplace_back(v.type());
+        copies.push_back(Tensor::uninitialized(v.type()));
         std::memcpy(copies.back().data(), v.data(), v.byteSize());
         time.transferBytes += static_cast<int64_t>(v.byteSize());
         views.emplace_back(copies.back());

@@ -31,7 +31,7 @@ namespace {
 Tensor rows(const Tensor& t, int64_t i, int64_t n) {
   TensorType type = t.type();
   type.shape[0] = n;
-  Tensor part(type);
+  Tensor part = Tensor::uninitialized(type);
   std::memcpy(part.data(), static_cast<const char*>(t.data()) + i * part.byteSize(), part.byteSize());
   return part;
 }

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/types.h"
@@ -13,11 +15,40 @@ namespace kiln {
 
 struct TensorView;
 
+// An allocator whose vectors leave new bytes as they are where value-initialisation would zero
+// them: a tensor about to be overwritten whole (a kernel's result) skips a pass over its memory.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 class Tensor {
  public:
   Tensor() = default;
   // Zero-filled tensor of the given type.
-  explicit Tensor(TensorType type) : type_(std::move(type)), bytes_(type_.byteSize()) {}
+  explicit Tensor(TensorType type) : type_(std::move(type)), bytes_(type_.byteSize(), uint8_t{0}) {}
+  // A tensor of the given type whose bytes are left unset, for one about to be overwritten whole
+  // (a compiled function's results, copies): no pass over its memory to zero it first.
+  static Tensor uninitialized(TensorType type) {
+    Tensor t;
+    t.type_ = std::move(type);
+    t.bytes_.resize(t.type_.byteSize());
+    return t;
+  }
 
   const TensorType& type() const { return type_; }
   DType dtype() const { return type_.dtype; }
@@ -62,7 +93,7 @@ class Tensor {
   }
 
   TensorType type_;
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t, UninitializedAllocator<uint8_t>> bytes_;
 };
 
 // A tensor in memory kiln does not own (a NumPy array's, a framework's): its type and its dense
