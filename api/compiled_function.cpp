@@ -4,11 +4,9 @@
 
 #include "api/function_lookup.h"
 #include "codegen/compile_stages.h"
-#include "ir/clone.h"
 #include "ir/interp/interpreter.h"
 #include "ir/printer.h"
 #include "kiln/compile.h"
-#include "passes/placement.h"
 #include "passes/split_devices.h"
 #include "runtime/backend.h"
 #include "runtime/executable.h"
@@ -46,11 +44,10 @@ Expected<CompiledFunction> compile(const Graph& graph, const CompileOptions& opt
   if (options.devices < 0) return Error("CompileOptions::devices must be 0 (one device) or more, not " + std::to_string(options.devices));
   if (options.split && options.devices == 0) return Error("CompileOptions::split places the function across `devices` devices: set devices");
   if (options.devices > 0 && *backend == Backend::Interp) {  // the placement's errors, then run as one device
-    std::shared_ptr<Module> placed = cloneFunction(**function);
-    Function& f = *placed->functions().front();
-    KILN_TRY(options.split ? passes::splitAcrossDevices(f, options.devices) : passes::placeDevices(f, options.devices));
-    impl->module = placed;
-    impl->function = &f;
+    auto placed = passes::placedCopy(**function, options.devices, options.split);
+    if (!placed) return placed.error();
+    impl->function = (*placed)->functions().front().get();
+    impl->module = std::move(*placed);
   } else if (options.devices > 0) {
     auto placed = PlacedExecutable::compile(**function, options.devices, impl->options, options.split);
     if (!placed) return placed.error();

@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/clone.h"
 #include "ir/op_cost.h"
 #include "passes/placement.h"
 
@@ -58,6 +59,16 @@ Status splitAcrossDevices(Function& f, int devices) {
     ops[i]->setAttr(kDeviceAttr, Attr(int64_t{std::clamp(device, 0, devices - 1)}));
   }
   return placeDevices(f, devices);
+}
+
+Status placeOnDevices(Function& f, int devices, bool split) {
+  return split ? splitAcrossDevices(f, devices) : placeDevices(f, devices);
+}
+
+Expected<std::unique_ptr<Module>> placedCopy(const Function& f, int devices, bool split) {
+  std::unique_ptr<Module> copy = cloneFunction(f);
+  KILN_TRY(placeOnDevices(*copy->functions().front(), devices, split));
+  return copy;
 }
 
 }  // namespace kiln::passes

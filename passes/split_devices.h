@@ -2,6 +2,8 @@
 // or to keep several busy: `kiln run|train|opt|explain|bench --devices N --split`.
 #pragma once
 
+#include <memory>
+
 #include "ir/ir.h"
 
 namespace kiln::passes {
@@ -14,5 +16,11 @@ namespace kiln::passes {
 // the ops whose cost's middle falls in the k-th of the total, so a long chain becomes `devices`
 // consecutive stages, as GPipe cuts a model.
 Status splitAcrossDevices(Function& f, int devices);
+
+// What every `--devices N [--split]` entry point does: splitAcrossDevices when `split`, else
+// placeDevices (the function's own `device` attributes).
+Status placeOnDevices(Function& f, int devices, bool split);
+// The same on a copy of `f`, for a caller that must leave `f` as written: the copy's module.
+Expected<std::unique_ptr<Module>> placedCopy(const Function& f, int devices, bool split);
 
 }  // namespace kiln::passes

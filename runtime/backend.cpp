@@ -2,9 +2,7 @@
 // (when this kiln was built with the toolkit's headers and the machine has a driver and a GPU).
 #include "runtime/backend.h"
 
-#include "ir/clone.h"
 #include "ir/interp/interpreter.h"
-#include "passes/placement.h"
 #include "passes/split_devices.h"
 #include "runtime/collectives/all_reduce_step.h"
 #include "runtime/executable.h"
@@ -97,12 +95,11 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
     return (*exe)->run(inputs, executeOptions);
   }
   if (options.devices > 0) {  // the placement's errors, then the same values as one device
-    std::unique_ptr<Module> placed = cloneFunction(function);
-    Function& f = *placed->functions().front();
-    KILN_TRY(options.split ? passes::splitAcrossDevices(f, options.devices) : passes::placeDevices(f, options.devices));
+    auto placed = passes::placedCopy(function, options.devices, options.split);
+    if (!placed) return placed.error();
     RunOptions one = options;
     one.devices = 0;
-    return runFunction(f, inputs, one);
+    return runFunction(*(*placed)->functions().front(), inputs, one);
   }
   InterpretOptions interpretOptions;
   interpretOptions.maxWhileIterations = options.maxWhileIterations;

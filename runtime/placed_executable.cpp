@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "ir/clone.h"
-#include "passes/placement.h"
 #include "passes/split_devices.h"
 #include "runtime/executable.h"
 #include "runtime/stage_chain.h"
@@ -47,9 +45,10 @@ Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Func
   if (options.target == codegen::Target::Cuda) KILN_TRY(checkGpus(devices));
   std::unique_ptr<PlacedExecutable> exe(new PlacedExecutable());
   exe->devices_ = devices;
-  exe->module_ = cloneFunction(function);
+  auto copy = passes::placedCopy(function, devices, split);
+  if (!copy) return copy.error();
+  exe->module_ = std::move(*copy);
   Function& placed = *exe->module_->functions().front();
-  KILN_TRY(split ? passes::splitAcrossDevices(placed, devices) : passes::placeDevices(placed, devices));
   exe->placed_ = &placed;
   auto partition = passes::partitionByDevice(placed);
   if (!partition) return partition.error();

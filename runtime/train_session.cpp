@@ -7,7 +7,6 @@
 #include "ir/interp/interpreter.h"
 #include "runtime/checkpoint.h"
 #include "runtime/collectives/communicator.h"
-#include "passes/placement.h"
 #include "passes/split_devices.h"
 #include "runtime/executable.h"
 #include "ir/builder.h"
@@ -103,9 +102,7 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   if (options.devices > 0 && !options.pipeline && options.spec.dataParallel)
     return Error("a step placed across devices averages its gradients across replicas only when pipelined "
                  "(--pipeline-stages N --micro-batches M under mpirun); --devices N with replicas is not supported yet");
-  if (options.devices > 0)
-    KILN_TRY(options.split ? passes::splitAcrossDevices(**specialized, options.devices)
-                           : passes::placeDevices(**specialized, options.devices));
+  if (options.devices > 0) KILN_TRY(passes::placeOnDevices(**specialized, options.devices, options.split));
   auto compile = [&](const Function* fn) -> Expected<std::unique_ptr<Fn>> {
     auto out = std::make_unique<Fn>();
     out->function = fn;

@@ -129,6 +129,17 @@ FlagSpec devicesFlag() {
   return {"--devices", "N", "run the function's placement ({device = K} on ops) on N devices (docs/parallelism.md)"};
 }
 
+bool parseSchedule(const Command& command, const Args& args, PipelineSchedule& schedule) {
+  std::string name = args.get("--schedule").value_or("gpipe");
+  auto parsed = parsePipelineSchedule(name);
+  if (!parsed) {
+    usageError(command, "--schedule takes gpipe or 1f1b, got '" + name + "'");
+    return false;
+  }
+  schedule = *parsed;
+  return true;
+}
+
 FlagSpec splitFlag() {
   return {"--split", "", "with --devices N: place a function without placement across the N devices by compute"};
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/stage_chain.h"
+
 namespace kiln::cli {
 
 // Exit codes: 0 success, 1 the input was bad (diagnostics printed), 2 the command line was bad.
@@ -72,6 +74,9 @@ struct DeviceFlags {
 FlagSpec devicesFlag();
 FlagSpec splitFlag();
 bool parseDevices(const Command& command, const Args& args, DeviceFlags& flags);
+// --schedule gpipe|1f1b (kiln train, kiln bench): gpipe when absent; anything else is a usage
+// error (printed; returns false).
+bool parseSchedule(const Command& command, const Args& args, PipelineSchedule& schedule);
 
 // The subcommands, each in its own file.
 Command checkCommand();

@@ -86,8 +86,8 @@ int run(const Command& c, const Args& args) {
     if (devices.devices == 0) return usageError(c, "--micro-batches pipelines a function placed across --devices N");
     microBatches = *v;
   }
-  auto schedule = parsePipelineSchedule(args.get("--schedule").value_or("gpipe"));
-  if (!schedule) return usageError(c, "--schedule takes gpipe or 1f1b, got '" + *args.get("--schedule") + "'");
+  PipelineSchedule schedule = PipelineSchedule::FillDrain;
+  if (!parseSchedule(c, args, schedule)) return kExitUsage;
   if (devices.devices > 0 && args.has("--data")) return usageError(c, "--devices and --data do not go together yet");
   bool json = args.has("--json");
   std::optional<GpuSpec> model;
@@ -137,7 +137,7 @@ int run(const Command& c, const Args& args) {
   compileOptions.target = *backend == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
   if (devices.devices > 0)
     return benchPlaced(f, *inputs, compileOptions,
-                       {devices.devices, devices.split, microBatches, *schedule, warmup, reps, json});
+                       {devices.devices, devices.split, microBatches, schedule, warmup, reps, json});
   auto exe = Executable::compile(f, compileOptions);
   if (!exe) {
     reportError(exe.error());

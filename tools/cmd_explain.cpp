@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/kernel_report.h"
-#include "ir/clone.h"
 #include "passes/partition.h"
-#include "passes/placement.h"
 #include "passes/split_devices.h"
 #include "tools/cli.h"
 
@@ -44,14 +42,12 @@ std::string sourceText(const passes::Partition& p, const passes::StageSource& s,
 // kiln explain --devices N: the placed function's stages in the order they start, each with where
 // its inputs come from and its kernels.
 int explainStages(const Function& entry, DeviceFlags devices, const codegen::CompileOptions& options) {
-  std::unique_ptr<Module> module = cloneFunction(entry);
-  Function& placed = *module->functions().front();
-  Status s = devices.split ? passes::splitAcrossDevices(placed, devices.devices) : passes::placeDevices(placed, devices.devices);
-  if (!s) {
-    reportError(s.error());
+  auto module = passes::placedCopy(entry, devices.devices, devices.split);
+  if (!module) {
+    reportError(module.error());
     return kExitError;
   }
-  auto partition = passes::partitionByDevice(placed);
+  auto partition = passes::partitionByDevice(*(*module)->functions().front());
   if (!partition) {
     reportError(partition.error());
     return kExitError;

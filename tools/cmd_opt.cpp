@@ -57,8 +57,7 @@ int runOpt(const Command& command, const Args& args) {
   // Placement first, with the device count checked, then the passes asked for.
   for (const auto& f : (*module)->functions()) {
     if (!ran || devices.devices == 0) break;
-    if (devices.split) ran = passes::splitAcrossDevices(*f, devices.devices);
-    else if (passes::isPlaced(*f)) ran = passes::placeDevices(*f, devices.devices);
+    if (devices.split || passes::isPlaced(*f)) ran = passes::placeOnDevices(*f, devices.devices, devices.split);
   }
   if (ran) ran = passes::runPasses(**module, names, options);
   // Remarks of the passes that ran come first, also when a later pass failed.

@@ -181,8 +181,8 @@ int run(const Command& c, const Args& args) {
   // --pipeline-stages N --micro-batches M: the model on N devices (split by compute unless placed
   // already), each update's batch in M micro-batches pipelined through them.
   int pipelineStages = 0;
-  auto schedule = parsePipelineSchedule(args.get("--schedule").value_or("gpipe"));
-  if (!schedule) return usageError(c, "--schedule takes gpipe or 1f1b, got '" + *args.get("--schedule") + "'");
+  PipelineSchedule schedule = PipelineSchedule::FillDrain;
+  if (!parseSchedule(c, args, schedule)) return kExitUsage;
   if (auto s = args.get("--pipeline-stages")) {
     auto n = parseInteger<int>(*s);
     if (!n || *n < 1 || *n > kMaxDevices)
@@ -237,7 +237,7 @@ int run(const Command& c, const Args& args) {
     options.devices = pipelineStages;
     options.split = !passes::isPlaced(f);
     options.pipeline = true;
-    options.schedule = *schedule;
+    options.schedule = schedule;
   }
   std::vector<Tensor> init;
   for (size_t i = 0; i < params->size(); ++i) {
@@ -359,7 +359,7 @@ int run(const Command& c, const Args& args) {
   if (leader && t.pipelined())
     fmt::print("pipeline: {} stages x {} micro-batches ({}): the devices idled {:.1f}% of the time (the bubble; "
                "fill-drain model (N-1)/(M+N-1) = {:.1f}%){}\n",
-               pipelineStages, *accumulate, pipelineScheduleName(*schedule), 100 * t.pipelineBubble(),
+               pipelineStages, *accumulate, pipelineScheduleName(schedule), 100 * t.pipelineBubble(),
                100 * fillDrainBubble(pipelineStages, static_cast<int>(*accumulate)),
                t.backend() == Backend::Cuda && runsOnGpuSimulator()
                    ? "; on the GPU simulator these are the host's times of the simulation, not a GPU's"
