@@ -11,11 +11,8 @@
 # continuing past failures:
 #   env        GPU, driver, CUDA toolkit, Python frameworks, libraries (always first)
 #   unit       the GoogleTest binaries that reach the GPU, in parallel: kiln_runtime_tests whole,
-#              kiln_codegen_tests' GPU tests ($KILN_CODEGEN_FILTER), the API quickstart
-#              (KILN_UNIT_ALL=1: every binary, each whole)
-#   onnx       `kiln onnx-test --backend cuda`: the tier-1/2 node tests and the other suites of the
-#              machine's pip onnx against tests/onnx's pass lists, then the model zoo (tests/models:
-#              small and real sizes, made there with onnx and checked against onnxruntime)
+#              kiln_codegen_tests' GPU tests ($KILN_CODEGEN_FILTER), kiln_api_tests' ($KILN_API_FILTER),
+#              the API quickstart (KILN_UNIT_ALL=1: every binary, each whole)
 #   lit        the lit suite with the bundled lit.py and FileCheck (its cuda-gpu tests on the GPU)
 #   sanitizer  compute-sanitizer memcheck on the CUDA tests of kiln_runtime_tests/kiln_codegen_tests
 #              ($KILN_SANITIZER_FILTER) and on `kiln run --backend cuda` of every example, once that runs;
@@ -26,6 +23,10 @@
 #              then the same steps through jax.jit and torch.compile (harness.py --group train;
 #              KILN_TRAIN_PEERS=jax or torch for one of them)
 #   peers      bench/peers/harness.py: the other cases through jax.jit and torch.compile
+#   onnx       `kiln onnx-test --backend cuda`: the tier-1/2 node tests and the other suites of the
+#              machine's pip onnx against tests/onnx's pass lists, then the model zoo (tests/models:
+#              small and real sizes, made there with onnx and checked against onnxruntime); last, as
+#              the longest and least predictable step, with what the budget leaves
 #   compare    bench/compare.py: one Markdown table of both
 # --dry-run stops after `env` and prints the commands of the other steps. `--steps env,train,compare`
 # gets the training-step table alone in one call. Without a GPU
@@ -226,6 +227,9 @@ PY
 # The GPU-reaching tests of kiln_codegen_tests (its other 600 are CPU codegen tests CI runs).
 CODEGEN_FILTER=${KILN_CODEGEN_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*:*Nvptx*:KernelReport.*}
 export CODEGEN_FILTER
+# The public API's tests that compile for cuda (the rest are CPU tests CI runs).
+API_FILTER=${KILN_API_FILTER:-*Cuda*:*Gpu*:*Device*}
+export API_FILTER
 step_unit() {
   local rc=0 t name filter
   local -a names=() pids=()
@@ -236,6 +240,7 @@ step_unit() {
       case $name in
         kiln_runtime_tests|kiln_api_quickstart) ;;
         kiln_codegen_tests) filter=$CODEGEN_FILTER ;;
+        kiln_api_tests) filter=$API_FILTER ;;
         *) echo "$name: CPU-only, left to CI (KILN_UNIT_ALL=1 runs it)"; continue ;;
       esac
     fi
@@ -391,26 +396,28 @@ if [ $DRY = 1 ]; then
   grep -v '^\s*$' "$WORK/logs/env.log" | tail -30
   log "dry run: stopping after env. GPU: ${GPU_NAME:-none ($GPU_WHY)}. Steps a real run would take, in order:"
   cat <<EOF
-  unit       $BIN/kiln_runtime_tests, kiln_codegen_tests --gtest_filter=$CODEGEN_FILTER and kiln_api_quickstart, LD_LIBRARY_PATH=$KILN_LD_LIBRARY_PATH
-  onnx       $BIN/kiln onnx-test (node tests, suites, model zoo small and real) --backend cuda
+  unit       $BIN/kiln_runtime_tests, kiln_codegen_tests --gtest_filter=$CODEGEN_FILTER, kiln_api_tests --gtest_filter=$API_FILTER and kiln_api_quickstart, LD_LIBRARY_PATH=$KILN_LD_LIBRARY_PATH
+  lit        python3 $WORK/lit/lit.py -s $WORK/lit-site (FileCheck from $WORK/llvm)
   sanitizer  compute-sanitizer --tool memcheck on kiln_runtime_tests/kiln_codegen_tests --gtest_filter=${KILN_SANITIZER_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*}, and on kiln run --backend cuda per example
   bench      $BIN/kiln bench FILE --backend cuda --json for $CASES/*.kiln and $SRC/examples/*.kiln -> $OUT/kiln_bench.jsonl
   train      python3 $PEERS_DIR/train_kiln.py --kiln $KILN_SH --backend cuda --work $WORK/train --out $OUT/kiln_bench.jsonl;
              python3 $PEERS_DIR/harness.py --framework all --group train --out $OUT/peers.jsonl
   peers      python3 $PEERS_DIR/harness.py --framework all --group large,example --out $OUT/peers.jsonl $PEERS_ARGS
+  onnx       $BIN/kiln onnx-test (node tests, suites, model zoo small and real) --backend cuda
   compare    python3 $COMPARE --kiln $OUT/kiln_bench.jsonl --peers $OUT/peers.jsonl -o $OUT/RESULTS.md
-  lit        python3 $WORK/lit/lit.py -s $WORK/lit-site (FileCheck from $WORK/llvm)
 EOF
   exit 0
 fi
 has_step unit && run_step unit 100 step_unit
 if [ $HAVE_GPU = 1 ]; then
-  has_step onnx && run_step onnx 130 step_onnx
   has_step lit && run_step lit 60 step_lit
   has_step sanitizer && run_step sanitizer 90 step_sanitizer
   has_step bench && run_step bench 60 step_bench
-  has_step peers && run_step peers 200 step_peers
   has_step train && run_step train 120 step_train
+  has_step peers && run_step peers 150 step_peers
+  # Last: the ONNX suites on cuda are the longest and least predictable step (each test a process
+  # with its own CUDA context); whatever the budget leaves goes to them.
+  has_step onnx && run_step onnx 200 step_onnx
 else
   log "$GPU_WHY"
   for s in onnx sanitizer bench peers train; do has_step $s && STATUS+=("$s|skipped|0|$GPU_WHY"); done
