@@ -12,11 +12,13 @@
 # Layout of DEST:
 #   run_on_device.sh   scripts/run_on_device.sh
 #   MANIFEST.txt       commit, build, compiled-in source dir, packages, files and sizes
-#   bin.tar.xz         bin/ (kiln, kiln_*_tests, kiln_api_quickstart: stripped), llvm/ (FileCheck,
-#                      not, count), lit/ (lit.py and its package)
+#   bin.tar.xz         bin/ (kiln, the GPU-reaching kiln_{runtime,codegen,api}_tests -- every one with
+#                      KILN_BUNDLE_TESTS=all --, kiln_api_quickstart: stripped), lib/ (libkiln.so),
+#                      llvm/ (FileCheck, not, count), lit/ (lit.py and its package)
 #   debs/*.deb         the Debian packages of every library ldd finds that is not in BASE_PACKAGES
 #                      (apt-get download; cached in $KILN_DEB_CACHE)
-#   src/               examples/, tests/lit/, bench/peers/, bench/compare.py, cases/*.kiln
+#   src/               cases/*.kiln (generated); outside the repository also examples/, tests/lit/,
+#                      bench/peers/, bench/compare.py
 #   onnx-data.tar.xz   the ONNX node tests of tests/onnx/tier{1,2}.txt and the `simple` suite from
 #                      libonnx-testdata (1.2 MB; the GPU machine's pip onnx carries no test data)
 # The device tool carries at most 64 MiB (working tree included): the script fails above 64 MiB.
@@ -51,7 +53,14 @@ mkdir -p "$STAGE/bin" "$STAGE/llvm" "$DEST/debs" "$DEST/src"
 
 # --- binaries (stripped) ---------------------------------------------------------------------------
 bins=("$BUILD/tools/kiln")
-for t in "$BUILD"/tests/kiln_*_tests "$BUILD/tests/kiln_api_quickstart"; do [ -x "$t" ] && bins+=("$t"); done
+# The test binaries that reach the GPU (run_on_device.sh's unit step); the others are CPU tests CI
+# runs, and all of them do not fit the 64 MiB beside LLVM's packages. KILN_BUNDLE_TESTS=all takes all.
+wanted=${KILN_BUNDLE_TESTS:-runtime codegen api}
+for t in "$BUILD"/tests/kiln_*_tests; do
+  part=${t##*/kiln_}; part=${part%_tests}
+  [ -x "$t" ] && { [ "$wanted" = all ] || [[ " $wanted " == *" $part "* ]]; } && bins+=("$t")
+done
+[ -x "$BUILD/tests/kiln_api_quickstart" ] && bins+=("$BUILD/tests/kiln_api_quickstart")
 [ ${#bins[@]} -gt 1 ] || say "WARNING: no test binaries in $BUILD/tests (build them: cmake --build $BUILD): bundling kiln alone"
 for b in "${bins[@]}"; do
   cp "$b" "$STAGE/bin/"
@@ -65,15 +74,25 @@ if [ -x "$LLVM_BIN/FileCheck" ] && [ -f "$LIT_DIR/lit.py" ]; then
 else
   say "WARNING: no FileCheck/lit.py under $LLVM_BIN and $LIT_DIR (llvm-19-tools): the lit suite will not run there"
 fi
-say "binaries: $(cd "$STAGE" && ls bin llvm | grep -v ':$' | tr '\n' ' ')"
-XZ_OPT=${XZ_OPT:--6 -T2} tar -C "$STAGE" -cJf "$DEST/bin.tar.xz" bin llvm $( [ -d "$STAGE/lit" ] && echo lit )
+# kiln's own shared libraries (libkiln.so) go to lib/, which run_on_device.sh puts first on the path.
+mkdir -p "$STAGE/lib"
+for b in "${bins[@]}"; do
+  ldd "$b" | awk -v build="$BUILD/" '$3 ~ "^" build {print $3}'
+done | sort -u | while read -r lib; do
+  cp -L "$lib" "$STAGE/lib/$(basename "$lib")"
+  strip --strip-unneeded "$STAGE/lib/$(basename "$lib")"
+done
+say "binaries: $(cd "$STAGE" && ls bin llvm lib | grep -v ':$' | tr '\n' ' ')"
+XZ_OPT=${XZ_OPT:--6 -T2} tar -C "$STAGE" -cJf "$DEST/bin.tar.xz" bin llvm lib $( [ -d "$STAGE/lit" ] && echo lit )
 
 # --- shared libraries as Debian packages -------------------------------------------------------------
 declare -A pkgs=()
 missing_here=""
-for b in "$STAGE"/bin/* "$STAGE"/llvm/*; do
+for b in "$STAGE"/bin/* "$STAGE"/llvm/* "$STAGE"/lib/*; do
+  [ -f "$b" ] || continue
   while read -r lib arrow path _; do
     [ "$arrow" = "=>" ] || continue
+    [[ "$path" == "$BUILD/"* ]] && continue   # kiln's own, in lib/ already
     if [ "$path" = "not" ]; then missing_here+=" $(basename "$b"):$lib"; continue; fi
     pkg=""
     real=$(readlink -f "$path")   # the file, not a symlink another package (llvm-19-dev) owns
@@ -99,9 +118,15 @@ done
 say "packages: $(ls "$DEST/debs" | sed 's/_.*//' | sort | tr '\n' ' ')"
 
 # --- sources, cases, harness ---------------------------------------------------------------------
-(cd "$ROOT" && git ls-files -z examples tests/lit bench/peers bench/compare.py | xargs -0 cp --parents -t "$DEST/src/")
-# Untracked-but-present files of the harness (a working copy under edit) travel too.
-(cd "$ROOT" && cp --parents -t "$DEST/src/" bench/peers/*.py bench/compare.py examples/*.kiln)
+# A bundle inside the repository travels with it (the device tool carries the working tree), and
+# run_on_device.sh reads the sources from there: copying them again would only eat the 64 MiB.
+case "$(cd "$DEST" && pwd)/" in
+  "$ROOT"/*) say "sources: read from the repository around $DEST (src/ holds the generated cases only)" ;;
+  *)
+    (cd "$ROOT" && git ls-files -z examples tests/lit bench/peers bench/compare.py | xargs -0 cp --parents -t "$DEST/src/")
+    # Untracked-but-present files of the harness (a working copy under edit) travel too.
+    (cd "$ROOT" && cp --parents -t "$DEST/src/" bench/peers/*.py bench/compare.py examples/*.kiln) ;;
+esac
 python3 "$ROOT/bench/peers/cases.py" --emit-kiln "$DEST/src/cases" >/dev/null
 for f in "$DEST"/src/cases/*.kiln; do
   "$BUILD/tools/kiln" check "$f" || die "kiln check $f failed: the generated case does not parse"

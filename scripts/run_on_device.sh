@@ -115,7 +115,8 @@ if [ -n "$BUILT_SRC" ] && [ ! -e "$BUILT_SRC" ]; then
 fi
 
 # --- library paths (kiln's binaries only) ------------------------------------------------------------
-KLIB="$KDEPS/usr/lib/x86_64-linux-gnu:$KDEPS/lib/x86_64-linux-gnu"
+# lib/: kiln's own shared libraries (libkiln.so, which kiln_api_tests links), then the .debs'.
+KLIB="$WORK/lib:$KDEPS/usr/lib/x86_64-linux-gnu:$KDEPS/lib/x86_64-linux-gnu"
 # What this machine lacks without the bundle: ldd with the machine's own paths.
 MISSING_ON_DEVICE=$(for b in "$WORK"/bin/* "$WORK"/llvm/*; do [ -f "$b" ] && [ -x "$b" ] && ldd "$b" 2>/dev/null; done |
   awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
