@@ -14,7 +14,7 @@
 #   MANIFEST.txt       commit, build, compiled-in source dir, packages, files and sizes
 #   bin.tar.xz         bin/ (kiln, the GPU-reaching kiln_{runtime,codegen,api}_tests -- every one with
 #                      KILN_BUNDLE_TESTS=all --, kiln_api_quickstart: stripped), lib/ (libkiln.so),
-#                      llvm/ (FileCheck, not, count), lit/ (lit.py and its package)
+#                      llvm/ (FileCheck, not, count, split-file), lit/ (lit.py and its package)
 #   debs/*.deb         the Debian packages of every library ldd finds that is not in BASE_PACKAGES
 #                      (apt-get download; cached in $KILN_DEB_CACHE)
 #   src/               cases/*.kiln (generated); outside the repository also examples/, tests/lit/,
@@ -67,7 +67,7 @@ for b in "${bins[@]}"; do
   strip --strip-unneeded "$STAGE/bin/$(basename "$b")"
 done
 if [ -x "$LLVM_BIN/FileCheck" ] && [ -f "$LIT_DIR/lit.py" ]; then
-  for t in FileCheck not count; do [ -x "$LLVM_BIN/$t" ] && cp "$LLVM_BIN/$t" "$STAGE/llvm/" && strip "$STAGE/llvm/$t"; done
+  for t in FileCheck not count split-file; do [ -x "$LLVM_BIN/$t" ] && cp "$LLVM_BIN/$t" "$STAGE/llvm/" && strip "$STAGE/llvm/$t"; done
   mkdir -p "$STAGE/lit"
   cp "$LIT_DIR/lit.py" "$STAGE/lit/"
   (cd "$LIT_DIR" && find lit -name '*.py' -not -path '*/__pycache__/*' -print0 | xargs -0 cp --parents -t "$STAGE/lit/")

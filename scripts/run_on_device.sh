@@ -228,8 +228,8 @@ PY
 # The GPU-reaching tests of kiln_codegen_tests (its other 600 are CPU codegen tests CI runs).
 CODEGEN_FILTER=${KILN_CODEGEN_FILTER:-*Cuda*:*CUDA*:*Gpu*:*GPU*:*Nvptx*:KernelReport.*}
 export CODEGEN_FILTER
-# The public API's tests that compile for cuda (the rest are CPU tests CI runs).
-API_FILTER=${KILN_API_FILTER:-*Cuda*:*Gpu*:*Device*}
+# The public API's tests that compile for cuda or ask `auto` (the rest are CPU tests CI runs).
+API_FILTER=${KILN_API_FILTER:-ApiCompile.*:*Cuda*:*Gpu*:*Device*}
 export API_FILTER
 step_unit() {
   local rc=0 t name filter
@@ -385,7 +385,7 @@ config.onnx_node_tests = ""
 config.protoc = ""
 lit_config.load_config(config, "$SRC/tests/lit/lit.cfg.py")
 EOF
-  LD_LIBRARY_PATH="$KILN_LD_LIBRARY_PATH" python3 "$WORK/lit/lit.py" -s -j "$(nproc)" "$WORK/lit-site"
+  LD_LIBRARY_PATH="$KILN_LD_LIBRARY_PATH" python3 "$WORK/lit/lit.py" -sv -j "$(nproc)" "$WORK/lit-site"
 }
 export GPU_NAME=${GPU_NAME:-}
 export -f step_env step_unit step_onnx step_sanitizer step_bench step_train step_peers step_compare step_lit

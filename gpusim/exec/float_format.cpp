@@ -37,7 +37,12 @@ uint64_t roundToFormat(long double v, FloatFormat f, Rounding mode, bool flushSu
   const uint64_t signBit = uint64_t{1} << (f.exponentBits + f.fractionBits);
   const uint64_t expMask = ((uint64_t{1} << f.exponentBits) - 1) << f.fractionBits;
   const uint64_t maxFinite = expMask - (uint64_t{1} << f.fractionBits) + ((uint64_t{1} << f.fractionBits) - 1);
-  if (std::isnan(v)) return expMask | (uint64_t{1} << (f.fractionBits - 1));
+  // A GPU's canonical NaN for the 16-bit formats is 0x7FFF (PTX; an H200's cvt.rn.bf16.f32 of a NaN
+  // gave 0x7FFF where x86 rounding keeps the f32 payload, 0x7FC0); f32 and f64 stay the quiet NaN.
+  if (std::isnan(v)) {
+    if (f.exponentBits + f.fractionBits == 15) return expMask | ((uint64_t{1} << f.fractionBits) - 1);
+    return expMask | (uint64_t{1} << (f.fractionBits - 1));
+  }
   bool negative = std::signbit(v);
   uint64_t sign = negative ? signBit : 0;
   long double a = std::fabs(v);

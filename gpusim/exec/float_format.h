@@ -23,7 +23,7 @@ struct FloatFormat {
 constexpr FloatFormat kHalf{5, 10}, kBFloat{8, 7}, kSingle{8, 23}, kDouble{11, 52};
 
 // `v` rounded to `format` under `mode` (Rn, Rz, Rm, Rp; None means Rn), as that format's bits.
-// NaN becomes the format's canonical quiet NaN; overflow goes to infinity or the largest finite
+// NaN becomes the GPU's canonical NaN (0x7FFF for f16 and bf16, the quiet NaN for f32/f64); overflow goes to infinity or the largest finite
 // value as IEEE directs for the mode. `flushSubnormal`: a subnormal result becomes signed zero.
 uint64_t roundToFormat(long double v, FloatFormat format, ptx::Rounding mode, bool flushSubnormal = false);
 // The value of `bits` in `format` (exact in long double for every format here).

@@ -408,6 +408,34 @@ TEST_F(Interpreter, FloatAndIntegerSemantics) {
   EXPECT_EQ(i[12], -1);                  // shr.s32 by 40: the sign fill
 }
 
+// A NaN rounded to a 16-bit float is the GPU's canonical NaN, 0x7FFF, whatever its payload: an
+// H200 gave 0x7FFF for ONNX's Cast float->bfloat16 of a NaN, where x86 rounding keeps 0x7FC0.
+TEST_F(Interpreter, NaNRoundedToSixteenBitsIsTheCanonicalNaN) {
+  auto m = load(R"(
+.visible .entry k(.param .u64 in, .param .u64 out)
+{
+  .reg .f32 %f<2>;
+  .reg .b16 %rs<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.global.f32 %f1, [%rd1];
+  cvt.rn.bf16.f32 %rs1, %f1;
+  cvt.rn.f16.f32 %rs2, %f1;
+  st.global.v2.u16 [%rd2], {%rs1, %rs2};
+  ret;
+}
+)");
+  ASSERT_TRUE(m);
+  uint64_t in = upload<float>({-std::numeric_limits<float>::quiet_NaN()});
+  uint64_t out = output(4);
+  auto r = run(*m, "k", {1}, {1}, {in, out});
+  ASSERT_EQ(r.fault, Fault::None) << r.report;
+  auto o = download<uint16_t>(out, 2);
+  EXPECT_EQ(o[0], 0x7FFF);  // bf16
+  EXPECT_EQ(o[1], 0x7FFF);  // f16
+}
+
 // A register wider than the instruction type gets a signed result sign-extended: LLVM narrows
 // int8 values with cvt.s8.s32 into 16-bit registers and compares them with min.s16 (ONNX's int8
 // Clip found this).
