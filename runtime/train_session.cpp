@@ -99,9 +99,11 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
   Module& m = *t->module_;
   auto specialized = passes::specializeBatch(m, f, layout->dataIndex, t->micro_, f.name() + "_batch" + std::to_string(t->micro_));
   if (!specialized) return specialized.error();
-  if (options.devices > 0 && !options.pipeline && options.spec.dataParallel)
-    return Error("a step placed across devices averages its gradients across replicas only when pipelined "
-                 "(--pipeline-stages N --micro-batches M under mpirun); --devices N with replicas is not supported yet");
+  // Replicas of a placed step average on the host between its accumulation and its update, as a
+  // pipelined step's do: all_reduces inside it would run on several device threads of one
+  // communicator. So model parallel x data parallel is a pipeline of its --accumulate micro-batches
+  // (one by default), the same arithmetic as the plain step.
+  const bool pipelined = options.pipeline || (options.devices > 0 && options.spec.dataParallel);
   if (options.devices > 0) KILN_TRY(passes::placeOnDevices(**specialized, options.devices, options.split));
   auto compile = [&](const Function* fn) -> Expected<std::unique_ptr<Fn>> {
     auto out = std::make_unique<Fn>();
@@ -121,10 +123,11 @@ Expected<std::unique_ptr<TrainStep>> TrainStep::create(const Function& f, const 
     out->exe = std::move(*exe);
     return out;
   };
-  if (options.pipeline) {
+  if (pipelined) {
     // K accumulate calls pipelined through the devices' stages, then the update (stage_chain.h).
     if (options.devices < 1 || t->backend_ == Backend::Interp)
-      return Error("a pipelined step runs placed across --devices N on a compiled backend (cpu or cuda)");
+      return Error(options.pipeline ? "a pipelined step runs placed across --devices N on a compiled backend (cpu or cuda)"
+                                    : "a step placed across --devices N runs with replicas on a compiled backend (cpu or cuda)");
     // Replicas (hybrid) average on the host between the micro-batches and the update.
     passes::TrainSpec local = options.spec;
     local.dataParallel = false;

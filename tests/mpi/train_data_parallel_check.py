@@ -8,7 +8,8 @@
      train checks and says so) and equal, within f32 rounding, to one process training on the same
      global batches;
   2. --replicas 2 starts the two ranks itself; on the CPU, hybrid parallelism (mpirun -np 2 x
-     --pipeline-stages 2 --micro-batches 2, both schedules) equals one process too;
+     --pipeline-stages 2 --micro-batches 2, both schedules, and mpirun -np 2 x --devices 2 --split)
+     equals one process too;
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
      checkpoint written before it stays valid: --resume continues from it;
   4. a rank that hangs mid-run makes the others' reductions pass --collective-timeout: rank 0
@@ -68,6 +69,11 @@ def main():
             if "replicas: all 2 hold the same parameters" not in r.stdout or "pipeline: 2 stages x 2" not in r.stdout:
                 sys.exit("%s: no identical replicas or no pipeline report:\n%s" % (out, r.stdout))
             same("single", out, "mpirun -np 2 x --pipeline-stages 2 --micro-batches 2 (%s) equals one process" % schedule)
+        # Model parallel without pipelining: each rank's step split across 2 devices by compute.
+        r = train(2, "hybrid_placed", "--steps", "12", "--devices", "2", "--split")
+        if "replicas: all 2 hold the same parameters" not in r.stdout:
+            sys.exit("hybrid_placed: no identical replicas:\n%s" % r.stdout)
+        same("single", "hybrid_placed", "mpirun -np 2 x --devices 2 --split equals one process")
 
     r = subprocess.run([a.kiln, "train"] + common + ["--steps", "12", "--save", "replicas2", "--replicas", "2"],
                        env=os.environ.copy(),
