@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "passes/split_devices.h"
+#include "runtime/device_workers.h"
 #include "runtime/executable.h"
 #include "runtime/stage_chain.h"
 #include "runtime/thread_pool.h"
@@ -69,6 +70,7 @@ Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Func
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (int d = 0; d < devices; ++d)
     exe->threads_.push_back(std::make_unique<ThreadPool>(std::max(1u, cores / static_cast<unsigned>(devices))));
+  exe->workers_ = std::make_unique<DeviceWorkers>(devices);
   return exe;
 }
 

@@ -1,5 +1,6 @@
 // A function placed across devices (passes/placement.h) run as one: cut into stages
-// (passes/partition.h), each compiled to an Executable of its own, run by one thread per device.
+// (passes/partition.h), each compiled to an Executable of its own, run by one thread per device
+// (kept from run to run: runtime/device_workers.h).
 // A device runs its stages in order, each as soon as its inputs are there; devices run at once.
 //
 // On the CPU, `devices` splits the machine: each device has its own threads (an equal share of
@@ -19,6 +20,7 @@
 
 namespace kiln {
 
+class DeviceWorkers;
 class Executable;
 class ThreadPool;
 struct ChainStats;
@@ -46,6 +48,8 @@ class PlacedExecutable {
   const Executable* stageExecutable(size_t i) const { return stages_[i].get(); }
   // The threads device `device`'s stages run on.
   ThreadPool& threads(int device) const { return *threads_[static_cast<size_t>(device)]; }
+  // The thread of each device, which runs its tasks (runtime/stage_chain.h).
+  DeviceWorkers& workers() const { return *workers_; }
 
  private:
   PlacedExecutable() = default;
@@ -55,6 +59,7 @@ class PlacedExecutable {
   int devices_ = 1;
   std::vector<std::unique_ptr<Executable>> stages_;
   std::vector<std::unique_ptr<ThreadPool>> threads_;  // one per device
+  std::unique_ptr<DeviceWorkers> workers_;
 };
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
-// runChain: one thread per device working through its task list; a task waits (on one condition
-// variable) until its inputs are published, copies what crosses devices, runs its stage's
-// executable on the device's threads, and publishes its results.
+// runChain: one thread per device (the placed executable's, runtime/device_workers.h) working
+// through its task list; a task waits (on one condition variable) until its inputs are published,
+// copies what crosses devices, runs its stage's executable on the device's threads, and publishes
+// its results.
 #include "runtime/stage_chain.h"
 
 #include <dlfcn.h>
@@ -12,9 +13,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <tuple>
 
+#include "runtime/device_workers.h"
 #include "runtime/executable.h"
 #include "runtime/placed_executable.h"
 #include "runtime/thread_pool.h"
@@ -156,10 +157,7 @@ class ChainRun {
     waiting_.assign(static_cast<size_t>(devices_), false);
     finished_.assign(static_cast<size_t>(devices_), false);
     busy_.assign(static_cast<size_t>(devices_), 0.0);
-    std::vector<std::thread> workers;
-    for (int d = 1; d < devices_; ++d) workers.emplace_back([&, d] { runDevice(d, lists[static_cast<size_t>(d)]); });
-    runDevice(0, lists[0]);
-    for (std::thread& w : workers) w.join();
+    calls_.front().exe->workers().run([&](int d) { runDevice(d, lists[static_cast<size_t>(d)]); });
     if (failure_) return *failure_;
     if (stats) {
       stats->wallMs = millisecondsBetween(start_, Clock::now());
