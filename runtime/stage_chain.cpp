@@ -15,6 +15,7 @@
 #include <optional>
 #include <tuple>
 
+#include "runtime/device_tensor.h"
 #include "runtime/device_workers.h"
 #include "runtime/executable.h"
 #include "runtime/placed_executable.h"
@@ -139,6 +140,22 @@ std::vector<int> oneForwardOneBackwardWindows(const std::vector<std::vector<Task
   return windows;
 }
 
+// A stage's result: on the host (the CPU's stages), or on GPU `gpu` (cuda's, which stay there:
+// a transfer to another GPU is one peer copy, and only the chain's own results come back).
+struct ChainValue {
+  Tensor host;
+  DeviceTensor device;
+  int gpu = -1;
+};
+
+// Where a stage input is: a given tensor (host) or a published ChainValue.
+struct ValueRef {
+  const Tensor* host = nullptr;
+  const DeviceTensor* device = nullptr;
+  int gpu = -1;
+  const TensorType& type() const { return host ? host->type() : device->type(); }
+};
+
 class ChainRun {
  public:
   ChainRun(const std::vector<ChainCall>& calls, const std::vector<Tensor>& given) : calls_(calls), given_(given) {
@@ -169,19 +186,31 @@ class ChainRun {
     return {};
   }
 
-  // A call's results, once run() has succeeded.
-  std::vector<Tensor> callResults(int call) const {
+  // A call's results, once run() has succeeded (from a GPU: copied back).
+  Expected<std::vector<Tensor>> callResults(int call) const {
     std::vector<Tensor> out;
-    for (const passes::StageSource& s : calls_[call].exe->partition().results) out.push_back(stageValue(call, s));
+    for (const passes::StageSource& s : calls_[call].exe->partition().results) {
+      ValueRef v = stageValue(call, s);
+      if (v.host) {
+        out.push_back(*v.host);
+        continue;
+      }
+      auto host = downloadFromGpu(v.gpu, *v.device);
+      if (!host) return host.error();
+      out.push_back(std::move(*host));
+    }
     return out;
   }
 
  private:
-  // The tensor a stage input of `call` reads (its results must be published).
-  const Tensor& stageValue(int call, const passes::StageSource& s) const {
-    if (s.stage >= 0) return (*results_[call][s.stage])[s.index];
+  // What a stage input of `call` reads (its results must be published).
+  ValueRef stageValue(int call, const passes::StageSource& s) const {
+    if (s.stage >= 0) {
+      const ChainValue& v = (*results_[call][s.stage])[s.index];
+      return v.gpu < 0 ? ValueRef{&v.host, nullptr, -1} : ValueRef{nullptr, &v.device, v.gpu};
+    }
     const ChainSource& c = calls_[call].inputs[s.index];
-    if (c.call < 0) return given_[c.index];
+    if (c.call < 0) return {&given_[c.index], nullptr, -1};
     const passes::StageSource& r = calls_[c.call].exe->partition().results[c.index];
     return stageValue(c.call, r);
   }
@@ -250,30 +279,13 @@ class ChainRun {
       StageRun time{task.call, task.stage, device, stage.function->name()};
       auto began = Clock::now();
       time.startMs = millisecondsBetween(start_, began);
-      // Transfers: a copy of its own for every input living on another device.
-      std::vector<Tensor> copies;
-      copies.reserve(stage.inputs.size());
-      std::vector<TensorView> views;
-      for (const passes::StageSource& source : stage.inputs) {
-        const Tensor& v = stageValue(task.call, source);
-        if (!source.transfer) {
-          views.emplace_back(v);
-          continue;
-        }
-        copies.push_back(Tensor::uninitialized(v.type()));
-        std::memcpy(copies.back().data(), v.data(), v.byteSize());
-        time.transferBytes += static_cast<int64_t>(v.byteSize());
-        views.emplace_back(copies.back());
+      const Executable* exe = calls_[task.call].exe->stageExecutable(static_cast<size_t>(task.stage));
+      Expected<std::vector<ChainValue>> out = std::vector<ChainValue>{};
+      if (exe && exe->target() == codegen::Target::Cuda) {
+        out = runOnGpu(*exe, device, task, stage, time, began);
+      } else if (exe) {
+        out = runOnHost(*exe, device, task, stage, time, began);
       }
-      auto computing = Clock::now();
-      time.transferMs = millisecondsBetween(began, computing);
-      Expected<std::vector<Tensor>> out = std::vector<Tensor>{};
-      if (const Executable* exe = calls_[task.call].exe->stageExecutable(static_cast<size_t>(task.stage))) {
-        ExecuteOptions options;
-        options.threads = &calls_[task.call].exe->threads(device);
-        out = exe->run(std::span<const TensorView>(views), options);
-      }
-      time.computeMs = millisecondsBetween(computing, Clock::now());
       std::lock_guard<std::mutex> lock(mutex_);
       busy_[static_cast<size_t>(device)] += time.transferMs + time.computeMs;
       runs_.push_back(time);
@@ -288,6 +300,61 @@ class ChainRun {
     finished_[static_cast<size_t>(device)] = true;
     checkDeadlock();
     published_.notify_all();
+  }
+
+  // A stage on the CPU: a copy of its own for every input living on another device (the transfer),
+  // then the stage's executable on the device's threads.
+  Expected<std::vector<ChainValue>> runOnHost(const Executable& exe, int device, const Task& task, const passes::Stage& stage,
+                                              StageRun& time, Clock::time_point began) const {
+    std::vector<Tensor> copies;
+    copies.reserve(stage.inputs.size());
+    std::vector<TensorView> views;
+    for (const passes::StageSource& source : stage.inputs) {
+      const Tensor& v = *stageValue(task.call, source).host;
+      if (!source.transfer) {
+        views.emplace_back(v);
+        continue;
+      }
+      copies.push_back(Tensor::uninitialized(v.type()));
+      std::memcpy(copies.back().data(), v.data(), v.byteSize());
+      time.transferBytes += static_cast<int64_t>(v.byteSize());
+      views.emplace_back(copies.back());
+    }
+    auto computing = Clock::now();
+    time.transferMs = millisecondsBetween(began, computing);
+    ExecuteOptions options;
+    options.threads = &calls_[task.call].exe->threads(device);
+    auto out = exe.run(std::span<const TensorView>(views), options);
+    time.computeMs = millisecondsBetween(computing, Clock::now());
+    if (!out) return out.error();
+    std::vector<ChainValue> values(out->size());
+    for (size_t i = 0; i < out->size(); ++i) values[i].host = std::move((*out)[i]);
+    return values;
+  }
+
+  // A stage on GPU `device`: given inputs uploaded, inputs from another GPU copied peer to peer
+  // (the transfer, on this GPU's transfer stream while the source GPU goes on), results left on
+  // this GPU for the stages after it.
+  Expected<std::vector<ChainValue>> runOnGpu(const Executable& exe, int device, const Task& task, const passes::Stage& stage,
+                                             StageRun& time, Clock::time_point began) const {
+    std::vector<DeviceTensor> inputs;
+    for (const passes::StageSource& source : stage.inputs) {
+      ValueRef v = stageValue(task.call, source);
+      Expected<DeviceTensor> on = v.host ? uploadToGpu(device, *v.host)
+                                  : v.gpu == device ? Expected<DeviceTensor>(*v.device)
+                                                    : copyToGpu(device, *v.device, v.gpu);
+      if (!on) return on.error();
+      if (source.transfer) time.transferBytes += static_cast<int64_t>(v.type().byteSize());
+      inputs.push_back(std::move(*on));
+    }
+    auto computing = Clock::now();
+    time.transferMs = millisecondsBetween(began, computing);
+    auto out = exe.runOnDevice(inputs);
+    time.computeMs = millisecondsBetween(computing, Clock::now());
+    if (!out) return out.error();
+    std::vector<ChainValue> values(out->size());
+    for (size_t i = 0; i < out->size(); ++i) values[i].device = std::move((*out)[i]), values[i].gpu = device;
+    return values;
   }
 
   // Every device either done or waiting with nothing it may run, and no task running, would be a
@@ -313,7 +380,7 @@ class ChainRun {
   const std::vector<ChainCall>& calls_;
   const std::vector<Tensor>& given_;
   int devices_ = 1;
-  std::vector<std::vector<std::optional<std::vector<Tensor>>>> results_;  // [call][stage]
+  std::vector<std::vector<std::optional<std::vector<ChainValue>>>> results_;  // [call][stage]
   std::mutex mutex_;
   std::condition_variable published_;
   std::optional<Error> failure_;
@@ -341,7 +408,11 @@ Expected<std::vector<std::vector<Tensor>>> runChain(const std::vector<ChainCall>
   ChainRun run(calls, given);
   KILN_TRY(run.run(schedule, stats));
   std::vector<std::vector<Tensor>> out;
-  for (int c = 0; c < static_cast<int>(calls.size()); ++c) out.push_back(run.callResults(c));
+  for (int c = 0; c < static_cast<int>(calls.size()); ++c) {
+    auto results = run.callResults(c);
+    if (!results) return results.error();
+    out.push_back(std::move(*results));
+  }
   return out;
 }
 

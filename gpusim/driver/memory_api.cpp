@@ -219,6 +219,41 @@ GPUSIM_EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_
   }, "cuMemcpyDtoDAsync");
 }
 
+// Between two GPUs' memories (each context's device its own, kiln's placed stages on cuda): checked
+// against each side's allocations when called and when run, queued on `s`, which may belong to
+// either context. Both contexts must be live and not sticky.
+static CUresult copyPeer(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n, CUstream s,
+                  bool wait, const char* call) {
+  CUctx_st* streamCtx = nullptr;
+  if (CUresult r = enterStream(s, streamCtx)) return r;
+  if (!dstCtx || !srcCtx) return fail(CUDA_ERROR_INVALID_CONTEXT, std::string(call) + ": a null context");
+  if (CUresult r = enter(dstCtx)) return r;
+  if (CUresult r = enter(srcCtx)) return r;
+  if (n == 0) return CUDA_SUCCESS;
+  gpusim::DeviceMemory* to = &memoryOf(dstCtx);
+  gpusim::DeviceMemory* from = &memoryOf(srcCtx);
+  if (CUresult r = checkRange(*from, src, n, call, "source")) return r;
+  if (CUresult r = checkRange(*to, dst, n, call, "destination")) return r;
+  return queue(streamCtx, s, [to, from, dst, src, n, call] {
+    gpusim::Allocation* a = findAtRun(*from, src, n, call);
+    gpusim::Allocation* b = findAtRun(*to, dst, n, call);
+    if (!a || !b) return CUDA_ERROR_ILLEGAL_ADDRESS;
+    std::memcpy(b->host(dst), a->host(src), n);
+    b->markWritten(dst, n);
+    return CUDA_SUCCESS;
+  }, call, wait);
+}
+
+GPUSIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n,
+                                         CUstream s) {
+  return copyPeer(dst, dstCtx, src, srcCtx, n, s, false, "cuMemcpyPeerAsync");
+}
+
+GPUSIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n) {
+  if (CUresult r = checkCaptureSafe("cuMemcpyPeer")) return r;
+  return copyPeer(dst, dstCtx, src, srcCtx, n, nullptr, true, "cuMemcpyPeer");
+}
+
 GPUSIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
   return fill(dst, value, 1, n, s, false, "cuMemsetD8Async");
 }

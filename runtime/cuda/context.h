@@ -29,6 +29,7 @@ class Device {
 
   int ordinal() const { return ordinal_; }
   CUdevice handle() const { return device_; }
+  CUcontext context() const { return context_; }
   const std::string& name() const { return name_; }                     // "NVIDIA H100 80GB HBM3"
   int computeCapability() const { return ccMajor_ * 10 + ccMinor_; }    // 90 for sm_90
   int multiprocessors() const { return sms_; }

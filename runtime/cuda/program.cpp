@@ -8,6 +8,7 @@
 #include "ir/compile_profile.h"
 #include "runtime/collectives/all_reduce_step.h"
 #include "runtime/collectives/in_flight.h"
+#include "runtime/device_tensor.h"
 #include "runtime/donation.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/dynamic_library.h"
@@ -639,7 +640,7 @@ Expected<std::vector<DeviceTensor>> Program::runOnDevice(const std::vector<Devic
     }
     auto it = fresh.find(v);
     if (it == fresh.end()) {
-      auto tensor = DeviceTensor::uninitialized(v->type());
+      auto tensor = uninitializedOnGpu(device_->ordinal(), v->type());  // this program's GPU
       if (!tensor) return tensor.error();
       it = fresh.emplace(v, std::move(*tensor)).first;
     }

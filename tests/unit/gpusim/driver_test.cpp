@@ -260,6 +260,27 @@ TEST_F(Driver, CopiesAndMemsetsRoundTrip) {
   EXPECT_EQ(cu.cuMemFree(b), CUDA_SUCCESS);
 }
 
+// cuMemcpyPeerAsync (kiln's transfers between GPUs) copies between two contexts' memories and
+// checks each side against its own context's allocations (one simulated GPU here: a context is
+// its own peer; placement/cuda.test runs it across 2 and 3).
+TEST_F(Driver, PeerCopiesCheckEachSideAgainstItsContext) {
+  std::vector<float> host = iota(256, 1.5f);
+  CUdeviceptr a = upload(host), b = 0;
+  size_t bytes = host.size() * sizeof(float);
+  ASSERT_EQ(cu.cuMemAlloc(&b, bytes), CUDA_SUCCESS);
+  CUstream s = nullptr;
+  ASSERT_EQ(cu.cuStreamCreate(&s, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cu.cuMemcpyPeerAsync(b, ctx, a, ctx, bytes, s), CUDA_SUCCESS);
+  EXPECT_EQ(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(download(b, host.size()), host);
+  EXPECT_EQ(cu.cuMemcpyPeerAsync(b + 8, ctx, a, ctx, bytes, s), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_TRUE(contains(report(), "cuMemcpyPeerAsync: the destination range")) << report();
+  EXPECT_EQ(cu.cuMemcpyPeerAsync(b, nullptr, a, ctx, bytes, s), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(cu.cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(cu.cuMemFree(a), CUDA_SUCCESS);
+  EXPECT_EQ(cu.cuMemFree(b), CUDA_SUCCESS);
+}
+
 TEST_F(Driver, SaxpyRunsWithKernelParams) {
   const uint32_t n = 1000;
   std::vector<float> x = iota(n, 1.0f), y = iota(n, 0.25f);
