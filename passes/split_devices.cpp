@@ -1,9 +1,13 @@
 // splitAcrossDevices: each op's share of the function's compute and of its parameters' memory,
-// summed over the ops in program order, cut at each 1/devices of the total.
+// summed over the ops in program order, cut near each 1/devices of the total where the fewest
+// bytes cross.
 #include "passes/split_devices.h"
 
 #include <algorithm>
+#include <cmath>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "ir/clone.h"
@@ -18,6 +22,52 @@ double compute(const Op& op) {
   double written = 0;
   for (const Value* r : op.results()) written += static_cast<double>(r->type().numElements());
   return denseFlops(op) + written;
+}
+
+// crossing[c]: the bytes of the values a cut between ops[c-1] and ops[c] would send, those read
+// on both sides of it (made before it, or parameters first read before it, and read after it).
+// Constants are made again on each device rather than sent, and results leave from where they
+// are, so neither counts.
+std::vector<double> bytesCrossingEachCut(const std::vector<Op*>& ops) {
+  std::unordered_map<const Value*, size_t> first, last;  // by index in ops
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const Value* v : ops[i]->operands()) {
+      const Op* def = v->definingOp();
+      if (def && def->kind() == OpKind::Constant) continue;
+      first.emplace(v, i);  // a result's maker comes first: overwritten below
+      last[v] = i;
+    }
+    for (const Value* r : ops[i]->results()) first[r] = i;
+  }
+  std::vector<double> delta(ops.size() + 1, 0);  // difference array over cuts 1..n-1
+  for (const auto& [v, at] : first) {
+    auto end = last.find(v);
+    if (end == last.end() || end->second <= at) continue;
+    double bytes = static_cast<double>(v->type().byteSize());
+    delta[at + 1] += bytes;  // crosses every cut c with at < c <= last
+    delta[end->second + 1] -= bytes;
+  }
+  std::vector<double> crossing(ops.size() + 1, 0);
+  for (size_t c = 1; c <= ops.size(); ++c) crossing[c] = crossing[c - 1] + delta[c];
+  return crossing;
+}
+
+// Where the cut at `ideal` of the cost goes: among the cuts after `after` within `band` of it,
+// the one that sends the fewest bytes (the nearer to `ideal` of equals); with none in the band,
+// the nearest. So a cut moves off a wide activation (a transformer MLP's inner layer) to a
+// narrower one close by, and the stages stay within the band of equal.
+size_t chooseCut(const std::vector<double>& before, const std::vector<double>& crossing, double ideal, double band,
+                 size_t after) {
+  size_t best = after;
+  bool inBand = false;
+  for (size_t c = after; c < before.size(); ++c) {
+    double off = std::abs(before[c] - ideal), bestOff = std::abs(before[best] - ideal);
+    bool here = off <= band;
+    bool better = here && inBand ? std::pair(crossing[c], off) < std::pair(crossing[best], bestOff)
+                                 : here || (!inBand && off < bestOff);
+    if (better) best = c, inBand = here;
+  }
+  return best;
 }
 
 }  // namespace
@@ -50,14 +100,18 @@ Status splitAcrossDevices(Function& f, int devices) {
     double c = totalWork > 0 ? work[i] / totalWork : 0, m = totalMemory > 0 ? memory[i] / totalMemory : 0;
     return totalMemory > 0 ? (c + m) / 2 : c;
   };
-  double done = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    // The device whose share the middle of this op's cost falls into.
-    double middle = done + cost(i) / 2;
-    done += cost(i);
-    int device = static_cast<int>(middle * devices);
-    ops[i]->setAttr(kDeviceAttr, Attr(int64_t{std::clamp(device, 0, devices - 1)}));
-  }
+  std::vector<double> before(ops.size() + 1, 0);  // before[c]: the cost of ops[0..c)
+  for (size_t i = 0; i < ops.size(); ++i) before[i + 1] = before[i] + cost(i);
+  std::vector<double> crossing = bytesCrossingEachCut(ops);
+  // Device k takes ops[cut[k-1]..cut[k]).
+  std::vector<size_t> cut(static_cast<size_t>(devices) + 1, 0);
+  cut[static_cast<size_t>(devices)] = ops.size();
+  for (int k = 1; k < devices; ++k)
+    cut[static_cast<size_t>(k)] = chooseCut(before, crossing, static_cast<double>(k) / devices, 0.1 / devices,
+                                            cut[static_cast<size_t>(k) - 1]);
+  for (int k = 0; k < devices; ++k)
+    for (size_t i = cut[static_cast<size_t>(k)]; i < std::max(cut[static_cast<size_t>(k)], cut[static_cast<size_t>(k) + 1]); ++i)
+      ops[i]->setAttr(kDeviceAttr, Attr(int64_t{k}));
   return placeDevices(f, devices);
 }
 

@@ -12,9 +12,11 @@ namespace kiln::passes {
 // program order, in runs of about equal cost, then places it (placeDevices: transfers at the
 // cuts). An op's cost balances compute and memory: the mean of its share of the function's
 // compute (dense math, ir/op_cost.h, plus the elements it writes) and its share of the
-// parameters' bytes (those it is the first to read, which its device will hold). Device k takes
-// the ops whose cost's middle falls in the k-th of the total, so a long chain becomes `devices`
-// consecutive stages, as GPipe cuts a model.
+// parameters' bytes (those it is the first to read, which its device will hold). The cut before
+// device k goes near k/devices of the total: among the cuts within a tenth of a device's share of
+// it, the one that sends the fewest bytes, else the nearest. So a long chain becomes `devices`
+// consecutive stages, as GPipe cuts a model, without cutting a wide activation where a narrow one
+// is close by.
 Status splitAcrossDevices(Function& f, int devices);
 
 // What every `--devices N [--split]` entry point does: splitAcrossDevices when `split`, else
