@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "passes/split_devices.h"
+#include "runtime/collectives/communicator.h"
 #include "runtime/device_workers.h"
 #include "runtime/executable.h"
 #include "runtime/stage_chain.h"
@@ -20,18 +21,25 @@ PlacedExecutable::~PlacedExecutable() = default;
 
 namespace {
 
-// cuda: each device of the placement is a GPU of this process.
-Status checkGpus(int devices) {
+// cuda: device k of the placement is GPU first + k of this process, where first is 0, or under
+// mpirun the local rank x devices (replicas on one machine take GPUs of their own).
+Expected<int> firstGpu(int devices) {
 #if KILN_HAVE_CUDA
   auto d = cuda::driver();
   if (!d) return d.error();
   int count = 0;
   KILN_CU(cuDeviceGetCount, "", &count);
-  if (count < devices)
+  collectives::ReplicaInfo replica = collectives::replicaFromEnvironment();
+  int first = replica.launchedByMpi ? replica.localRank * devices : 0;
+  if (first + devices > count)
     return Error("--devices " + std::to_string(devices) + " on cuda puts the stages on " + std::to_string(devices) +
-                 " GPUs, but the driver sees " + std::to_string(count) + " (the GPU simulator presents N with "
+                 " GPUs" +
+                 (first ? " (GPUs " + std::to_string(first) + " to " + std::to_string(first + devices - 1) +
+                              " for local rank " + std::to_string(replica.localRank) + ")"
+                        : std::string()) +
+                 ", but the driver sees " + std::to_string(count) + " (the GPU simulator presents N with "
                  "KILN_GPUSIM_DEVICES=N)");
-  return {};
+  return first;
 #else
   (void)devices;
   return Error("this kiln was built without the CUDA toolkit's headers, so it has no cuda backend");
@@ -43,8 +51,12 @@ Status checkGpus(int devices) {
 Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Function& function, int devices,
                                                                       const codegen::CompileOptions& options, bool split) {
   if (devices < 1) return Error("--devices must be at least 1, not " + std::to_string(devices));
-  if (options.target == codegen::Target::Cuda) KILN_TRY(checkGpus(devices));
   std::unique_ptr<PlacedExecutable> exe(new PlacedExecutable());
+  if (options.target == codegen::Target::Cuda) {
+    auto first = firstGpu(devices);
+    if (!first) return first.error();
+    exe->firstGpu_ = *first;
+  }
   exe->devices_ = devices;
   auto copy = passes::placedCopy(function, devices, split);
   if (!copy) return copy.error();
@@ -60,7 +72,7 @@ Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Func
       continue;
     }
     codegen::CompileOptions stageOptions = options;
-    if (options.target == codegen::Target::Cuda) stageOptions.deviceOrdinal = stage.device;
+    if (options.target == codegen::Target::Cuda) stageOptions.deviceOrdinal = exe->gpu(stage.device);
     // Each stage's dump in a folder of its own, named after the stage ("main.d1.s1").
     if (!options.dumpDir.empty()) stageOptions.dumpDir = options.dumpDir + "/" + stage.function->name();
     auto compiled = Executable::compile(*stage.function, stageOptions);

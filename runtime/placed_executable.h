@@ -48,6 +48,8 @@ class PlacedExecutable {
   const Executable* stageExecutable(size_t i) const { return stages_[i].get(); }
   // The threads device `device`'s stages run on.
   ThreadPool& threads(int device) const { return *threads_[static_cast<size_t>(device)]; }
+  // cuda: the GPU ordinal device `device` runs on (device + the rank's first GPU under mpirun).
+  int gpu(int device) const { return firstGpu_ + device; }
   // The thread of each device, which runs its tasks (runtime/stage_chain.h).
   DeviceWorkers& workers() const { return *workers_; }
 
@@ -57,6 +59,7 @@ class PlacedExecutable {
   const Function* placed_ = nullptr;
   passes::Partition partition_;
   int devices_ = 1;
+  int firstGpu_ = 0;
   std::vector<std::unique_ptr<Executable>> stages_;
   std::vector<std::unique_ptr<ThreadPool>> threads_;  // one per device
   std::unique_ptr<DeviceWorkers> workers_;

@@ -332,17 +332,18 @@ class ChainRun {
     return values;
   }
 
-  // A stage on GPU `device`: given inputs uploaded, inputs from another GPU copied peer to peer
-  // (the transfer, on this GPU's transfer stream while the source GPU goes on), results left on
-  // this GPU for the stages after it.
+  // A stage on device `device`'s GPU: given inputs uploaded, inputs from another GPU copied peer
+  // to peer (the transfer, on this GPU's transfer stream while the source GPU goes on), results
+  // left on this GPU for the stages after it.
   Expected<std::vector<ChainValue>> runOnGpu(const Executable& exe, int device, const Task& task, const passes::Stage& stage,
                                              StageRun& time, Clock::time_point began) const {
+    const int gpu = calls_[task.call].exe->gpu(device);
     std::vector<DeviceTensor> inputs;
     for (const passes::StageSource& source : stage.inputs) {
       ValueRef v = stageValue(task.call, source);
-      Expected<DeviceTensor> on = v.host ? uploadToGpu(device, *v.host)
-                                  : v.gpu == device ? Expected<DeviceTensor>(*v.device)
-                                                    : copyToGpu(device, *v.device, v.gpu);
+      Expected<DeviceTensor> on = v.host ? uploadToGpu(gpu, *v.host)
+                                  : v.gpu == gpu ? Expected<DeviceTensor>(*v.device)
+                                                 : copyToGpu(gpu, *v.device, v.gpu);
       if (!on) return on.error();
       if (source.transfer) time.transferBytes += static_cast<int64_t>(v.type().byteSize());
       inputs.push_back(std::move(*on));
@@ -353,7 +354,7 @@ class ChainRun {
     time.computeMs = millisecondsBetween(computing, Clock::now());
     if (!out) return out.error();
     std::vector<ChainValue> values(out->size());
-    for (size_t i = 0; i < out->size(); ++i) values[i].device = std::move((*out)[i]), values[i].gpu = device;
+    for (size_t i = 0; i < out->size(); ++i) values[i].device = std::move((*out)[i]), values[i].gpu = gpu;
     return values;
   }
 

@@ -356,7 +356,8 @@ int run(const Command& c, const Args& args) {
     if (leader) report.record(step, r->loss, r->metrics, wait);
   }
   if (leader) report.finish();
-  if (leader && t.pipelined())
+  // (A placed step under replicas runs through the pipeline too, but nobody asked for one.)
+  if (leader && t.pipelined() && pipelineStages > 0)
     fmt::print("pipeline: {} stages x {} micro-batches ({}): the devices idled {:.1f}% of the time (the bubble; "
                "fill-drain model (N-1)/(M+N-1) = {:.1f}%){}\n",
                pipelineStages, *accumulate, pipelineScheduleName(schedule), 100 * t.pipelineBubble(),

@@ -8,8 +8,8 @@
      train checks and says so) and equal, within f32 rounding, to one process training on the same
      global batches;
   2. --replicas 2 starts the two ranks itself; on the CPU, hybrid parallelism (mpirun -np 2 x
-     --pipeline-stages 2 --micro-batches 2, both schedules, and mpirun -np 2 x --devices 2 --split)
-     equals one process too;
+     --pipeline-stages 2 --micro-batches 2, both schedules, and mpirun -np 2 x --devices 2 --split;
+     on cuda the latter with 4 simulated GPUs, two per rank) equals one process too;
   3. a rank that dies mid-run ends every rank with a non-zero exit within the timeout, and the
      checkpoint written before it stays valid: --resume continues from it;
   4. a rank that hangs mid-run makes the others' reductions pass --collective-timeout: rank 0
@@ -33,11 +33,13 @@ def main():
     common = [model, "--backend", a.backend, "--params", ",".join(PARAMS), "--data", "x=data/x.npy,y=data/y.npy",
               "--batch", "32", "--optimizer", "momentum", "--lr", "0.05"]
 
-    def train(ranks, save, *extra, fault=None, check=True):
+    def train(ranks, save, *extra, fault=None, check=True, gpus=None):
         cmd = [a.kiln, "train"] + common + ["--save", save] + list(extra)
         if ranks > 1:
             cmd = [a.mpirun, "-np", str(ranks)] + cmd
         e = dict(env, KILN_TRAIN_FAULT=fault) if fault else env
+        if gpus:
+            e = dict(e, KILN_GPUSIM_DEVICES=str(gpus))
         r = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=120)
         if check and r.returncode != 0:
             sys.exit("failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
@@ -61,7 +63,12 @@ def main():
         same("single", out, "mpirun -np %d %s equals one process, ranks bit-identical" % (ranks, " ".join(extra)))
 
     # Hybrid: data parallel across 2 ranks x each rank's batch pipelined through 2 devices (CPU
-    # devices; on cuda each rank would need 2 GPUs of its own).
+    # devices; on cuda each rank takes 2 GPUs of its own, local rank r GPUs 2r and 2r + 1).
+    if a.backend == "cuda" and a.model == "mlp":
+        r = train(2, "hybrid_placed", "--steps", "12", "--devices", "2", "--split", gpus=4)
+        if "replicas: all 2 hold the same parameters" not in r.stdout or "pipeline:" in r.stdout:
+            sys.exit("hybrid_placed: no identical replicas, or a pipeline report nobody asked for:\n%s" % r.stdout)
+        same("single", "hybrid_placed", "mpirun -np 2 x --devices 2 --split on 4 simulated GPUs equals one process")
     if a.backend == "cpu":
         for schedule in ("gpipe", "1f1b"):
             out = "hybrid_" + schedule
