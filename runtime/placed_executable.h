@@ -6,7 +6,9 @@
 // On the CPU, `devices` splits the machine: each device has its own threads (an equal share of
 // the cores, at least one) and each stage run its own memory, and a transfer copies a value into
 // memory of the destination device (made by the destination's thread as its stage starts, so the
-// source device goes on computing meanwhile). The results equal a single-device run's.
+// source device goes on computing meanwhile). The results equal a single-device run's. On cuda
+// each device is a GPU, values stay on their GPU, and a transfer is one peer copy
+// (runtime/stage_chain.h).
 #pragma once
 
 #include <memory>
@@ -29,8 +31,8 @@ class PlacedExecutable {
  public:
   // Places a copy of `function` on `devices` devices (device indices past it are errors at their
   // op; `split`: a function without placement is split across them by compute,
-  // passes/split_devices.h), partitions it and compiles every stage for options.target (the CPU:
-  // cuda runs one device per process so far, and says so).
+  // passes/split_devices.h), partitions it and compiles every stage for options.target (cuda:
+  // each device a GPU of the process, gpu(); more devices than GPUs is an error).
   static Expected<std::unique_ptr<PlacedExecutable>> compile(const Function& function, int devices,
                                                              const codegen::CompileOptions& options, bool split = false);
   ~PlacedExecutable();
