@@ -341,9 +341,11 @@ class ChainRun {
     std::vector<DeviceTensor> inputs;
     for (const passes::StageSource& source : stage.inputs) {
       ValueRef v = stageValue(task.call, source);
-      Expected<DeviceTensor> on = v.host ? uploadToGpu(gpu, *v.host)
-                                  : v.gpu == gpu ? Expected<DeviceTensor>(*v.device)
-                                                 : copyToGpu(gpu, *v.device, v.gpu);
+      if (v.gpu == gpu) {  // made on this GPU: read in place
+        inputs.push_back(*v.device);
+        continue;
+      }
+      auto on = v.host ? uploadToGpu(gpu, *v.host) : copyToGpu(gpu, *v.device, v.gpu);
       if (!on) return on.error();
       if (source.transfer) time.transferBytes += static_cast<int64_t>(v.type().byteSize());
       inputs.push_back(std::move(*on));
