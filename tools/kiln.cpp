@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 #include <llvm/Config/llvm-config.h>
 
+#include <malloc.h>
+
+#include <cstdlib>
 #include <new>
 #include <string>
 #include <vector>
@@ -29,9 +32,22 @@ void printTopLevelHelp() {
       "The .kiln format and every op are described in docs/ir.md.\n");
 }
 
+// Keeps the host memory a run frees for the next run. glibc hands blocks over 128 KiB (a threshold
+// that grows to at most 32 MiB) back to the kernel when they are freed, and trims the heap's top
+// past twice that, so the multi-megabyte results a training step allocates again every step were
+// faulted in and zeroed page by page by the kernel each time: the CPU MLP step's Adam updates ran
+// at a third of copy bandwidth, and the step took 1.6x as long (bench/RESULTS.md). Blocks up to
+// 32 MiB (glibc's most) now come from the heap, and up to 512 MiB freed at its top stays mapped,
+// as a framework's caching allocator keeps it. The MALLOC_*_ environment variables still win.
+void keepFreedHostMemory() {
+  if (!std::getenv("MALLOC_MMAP_THRESHOLD_")) mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (!std::getenv("MALLOC_TRIM_THRESHOLD_")) mallopt(M_TRIM_THRESHOLD, 512 << 20);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  keepFreedHostMemory();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     printTopLevelHelp();
