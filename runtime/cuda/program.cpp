@@ -1,6 +1,7 @@
 // Compiling, loading and running a function on the GPU (program.h).
 #include "runtime/cuda/program.h"
 
+#include <cstring>
 #include <deque>
 #include <optional>
 
@@ -124,7 +125,8 @@ Expected<std::unique_ptr<Program>> Program::compile(const Function& function, co
   for (const KernelThunk& k : program->kernels_) program->kernelOf_[k.group] = &k;
   program->hasRegions_ = hasRegionSteps(program->plan());
   walkOps(program->function().body(), [&](const Op* op) { program->hasAllReduce_ |= collectives::isAllReduce(*op); });
-  auto status = allocateDevice(sizeof(int32_t), "the kernels' error word");
+  // The error word, then a byte for a `while` condition's flag (runWhile reads both at once).
+  auto status = allocateDevice(kStatusBytes, "the kernels' error word");
   if (!status) return status.error();
   program->statusWord_ = std::move(*status);
   return program;
@@ -367,7 +369,8 @@ class Program::Run {
 
   // The loop-carried values live in the op's result buffers; `cond` reads them in place, `body`
   // gets copies (so that what it yields never overlaps what it reads). Each test of the condition
-  // waits for the GPU: the host decides whether to go on.
+  // waits for the GPU once: the flag is copied next to the kernels' error word on the GPU, and one
+  // copy brings both back for the host to decide whether to go on.
   Status runWhile(const codegen::RegionStep& step) {
     const Op& op = *step.op;
     const Block& cond = *op.region(0);
@@ -386,12 +389,14 @@ class Program::Run {
       KILN_TRY(runPlan(*step.regions[0]));
       auto flag = address(cond.terminator()->operand(0));
       if (!flag) return flag.error();
-      uint8_t go = 0;
-      KILN_TRY(copyToHost(&go, *flag, 1, p_.stream_.get()));
+      KILN_TRY(copy(p_.statusWord_.address() + sizeof(int32_t), *flag, 1, op));
+      uint8_t back[kStatusBytes] = {};
+      KILN_TRY(copyToHost(back, p_.statusWord_.address(), kStatusBytes, p_.stream_.get()));
       // A kernel of the condition that failed must stop the loop with its own error.
       int32_t word = 0;
-      KILN_TRY(copyToHost(&word, p_.statusWord_.address(), sizeof word, p_.stream_.get()));
+      std::memcpy(&word, back, sizeof word);
       KILN_TRY(kernelError(word));
+      const bool go = back[sizeof(int32_t)] != 0;
       if (!go) return {};
       if (iteration >= options_.maxWhileIterations)
         return Error(std::string(op.name()) + ": no result after " + std::to_string(options_.maxWhileIterations) +

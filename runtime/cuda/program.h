@@ -116,6 +116,8 @@ class Program {
   DeviceBuffer arena_;
   DeviceBuffer constants_;  // constant data (weights), each at a 256-byte aligned offset
   std::unordered_map<const Value*, CUdeviceptr> constantAddress_;
+  // The kernels' error word (an int32), then runWhile's condition flag (a byte).
+  static constexpr size_t kStatusBytes = 8;
   DeviceBuffer statusWord_;
   std::mutex mutex_;
   std::unordered_map<const Value*, DeviceBuffer> own_;

@@ -250,6 +250,41 @@ TEST_F(CudaTest, KernelErrorsNameTheOp) {
   EXPECT_TRUE(exe->run({table, index}).ok());
 }
 
+// A while's condition comes back with the kernels' error word in one copy: a failing kernel in
+// the condition stops the loop with its own error; a good condition runs the loop to its end.
+TEST_F(CudaTest, AWhileConditionsKernelErrorStopsTheLoop) {
+  auto exe = compile(R"(func @main(%t: f32[5], %i: i32[1], %x: f32[4]) -> f32[4] {
+  %zero = constant 0 : i32[]
+  %n, %y = while %zero, %x (%k: i32[], %v: f32[4]) cond {
+    %g = gather %t, %i {axis = 0}
+    %limit = reduce_sum %g
+    %kf = cast %k {to = f32}
+    %c = lt %kf, %limit
+    yield %c
+  } body {
+    %one = constant 1 : i32[]
+    %k1 = add %k, %one
+    %v1 = add %v, %v
+    yield %k1, %v1
+  }
+  return %y
+}
+)");
+  ASSERT_TRUE(exe);
+  Tensor table(TensorType{DType::F32, {5}}), index(TensorType{DType::I32, {1}}), x(TensorType{DType::F32, {4}});
+  table.setDouble(2, 3);  // the trip count, read through the gather
+  for (int k = 0; k < 4; ++k) x.setDouble(k, k + 1);
+  index.setInt(0, 9);
+  auto r = exe->run({table, index, x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("gather"), std::string::npos) << r.error().str();
+  EXPECT_EQ(r.error().loc().line, 4);
+  index.setInt(0, 2);
+  auto good = exe->run({table, index, x});
+  ASSERT_TRUE(good.ok()) << good.error().str();
+  for (int k = 0; k < 4; ++k) EXPECT_EQ((*good)[0].getDouble(k), 8.0 * (k + 1));  // doubled three times
+}
+
 TEST_F(CudaTest, AChildForkedAfterTheDriverStartedIsToldWhy) {
   // NVIDIA's driver (and the simulator) refuses every call in a child forked after cuInit, with
   // CUDA_ERROR_NOT_INITIALIZED: kiln names the cause instead.
