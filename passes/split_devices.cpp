@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -58,16 +59,15 @@ std::vector<double> bytesCrossingEachCut(const std::vector<Op*>& ops) {
 // narrower one close by, and the stages stay within the band of equal.
 size_t chooseCut(const std::vector<double>& before, const std::vector<double>& crossing, double ideal, double band,
                  size_t after) {
-  size_t best = after;
-  bool inBand = false;
+  auto off = [&](size_t c) { return std::abs(before[c] - ideal); };
+  std::optional<size_t> fewest;
+  size_t nearest = after;
   for (size_t c = after; c < before.size(); ++c) {
-    double off = std::abs(before[c] - ideal), bestOff = std::abs(before[best] - ideal);
-    bool here = off <= band;
-    bool better = here && inBand ? std::pair(crossing[c], off) < std::pair(crossing[best], bestOff)
-                                 : here || (!inBand && off < bestOff);
-    if (better) best = c, inBand = here;
+    if (off(c) < off(nearest)) nearest = c;
+    if (off(c) <= band && (!fewest || std::pair(crossing[c], off(c)) < std::pair(crossing[*fewest], off(*fewest))))
+      fewest = c;
   }
-  return best;
+  return fewest.value_or(nearest);
 }
 
 }  // namespace
@@ -109,8 +109,8 @@ Status splitAcrossDevices(Function& f, int devices) {
   for (int k = 1; k < devices; ++k)
     cut[static_cast<size_t>(k)] = chooseCut(before, crossing, static_cast<double>(k) / devices, 0.1 / devices,
                                             cut[static_cast<size_t>(k) - 1]);
-  for (int k = 0; k < devices; ++k)
-    for (size_t i = cut[static_cast<size_t>(k)]; i < std::max(cut[static_cast<size_t>(k)], cut[static_cast<size_t>(k) + 1]); ++i)
+  for (int k = 0; k < devices; ++k)  // the cuts never go back: chooseCut starts at the one before
+    for (size_t i = cut[static_cast<size_t>(k)]; i < cut[static_cast<size_t>(k) + 1]; ++i)
       ops[i]->setAttr(kDeviceAttr, Attr(int64_t{k}));
   return placeDevices(f, devices);
 }

@@ -162,6 +162,7 @@ class ChainRun {
     results_.resize(calls.size());
     for (size_t c = 0; c < calls.size(); ++c) results_[c].resize(calls[c].exe->partition().stages.size());
     devices_ = calls.front().exe->devices();
+    uploads_.resize(static_cast<size_t>(devices_));
   }
 
   Status run(PipelineSchedule schedule, ChainStats* stats) {
@@ -345,7 +346,7 @@ class ChainRun {
         inputs.push_back(*v.device);
         continue;
       }
-      auto on = v.host ? uploadToGpu(gpu, *v.host) : copyToGpu(gpu, *v.device, v.gpu);
+      auto on = v.host ? uploadOnce(device, gpu, *v.host) : copyToGpu(gpu, *v.device, v.gpu);
       if (!on) return on.error();
       if (source.transfer) time.transferBytes += static_cast<int64_t>(v.type().byteSize());
       inputs.push_back(std::move(*on));
@@ -358,6 +359,17 @@ class ChainRun {
     std::vector<ChainValue> values(out->size());
     for (size_t i = 0; i < out->size(); ++i) values[i].device = std::move((*out)[i]), values[i].gpu = gpu;
     return values;
+  }
+
+  // A given tensor on device `device`'s GPU: uploaded by the first of its tasks that reads it (a
+  // parameter every micro-batch reads goes up once per run, not once per micro-batch). Only the
+  // device's own thread touches its cache.
+  Expected<DeviceTensor> uploadOnce(int device, int gpu, const Tensor& host) const {
+    auto& cache = uploads_[static_cast<size_t>(device)];
+    if (auto it = cache.find(&host); it != cache.end()) return it->second;
+    auto up = uploadToGpu(gpu, host);
+    if (!up) return up.error();
+    return cache.emplace(&host, std::move(*up)).first->second;
   }
 
   // Every device either done or waiting with nothing it may run, and no task running, would be a
@@ -384,6 +396,7 @@ class ChainRun {
   const std::vector<Tensor>& given_;
   int devices_ = 1;
   std::vector<std::vector<std::optional<std::vector<ChainValue>>>> results_;  // [call][stage]
+  mutable std::vector<std::map<const Tensor*, DeviceTensor>> uploads_;  // per device: given tensors on its GPU
   std::mutex mutex_;
   std::condition_variable published_;
   std::optional<Error> failure_;

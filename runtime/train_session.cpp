@@ -3,6 +3,7 @@
 #include "runtime/train_session.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "ir/interp/interpreter.h"
 #include "runtime/checkpoint.h"
@@ -269,7 +270,7 @@ Expected<StepResult> TrainStep::stepPipelined(const std::vector<Tensor>& data, f
     std::copy(forward.begin() + 1, forward.end(), result.metrics.begin());
     for (ChainSource& s : update.inputs)
       if (s.call >= 0) s = {-1, static_cast<int>(given.size()) + s.index - first};
-    given.insert(given.end(), last.begin() + first, last.end());
+    given.insert(given.end(), std::make_move_iterator(last.begin() + first), std::make_move_iterator(last.end()));
     ChainStats updating;
     auto updated = runChain({update}, given, schedule_, &updating);
     if (!updated) return updated.error();
