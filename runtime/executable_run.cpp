@@ -163,6 +163,8 @@ class ExecutionContext {
     return await(inFlight_.takeAll());
   }
 
+  ThreadPool& threads() const { return options_.threads ? *options_.threads : ThreadPool::shared(); }
+
   Status runKernel(const codegen::KernelGroup& group) {
     std::vector<void*> args;
     for (const Value* v : group.inputs) args.push_back(buffer(v));
@@ -170,6 +172,7 @@ class ExecutionContext {
     if (auto library = exe_.libraryCalls_.find(&group); library != exe_.libraryCalls_.end()) {
       if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
       auto start = std::chrono::steady_clock::now();
+      threads().bindLibrariesOfCallingThread();
       Status s = library->second->run(args.data());
       if (options_.kernelMilliseconds) (*options_.kernelMilliseconds)[group.name] += millisecondsSince(start);
       if (!s) return s.error().at(group.ops.front()->loc());
@@ -183,8 +186,7 @@ class ExecutionContext {
     int32_t firstStatus = 0;
     if (options_.schedule) options_.schedule->push_back("kernel " + group.name);
     auto start = std::chrono::steady_clock::now();
-    ThreadPool& threads = options_.threads ? *options_.threads : ThreadPool::shared();
-    threads.parallelFor(kernel.items, kernel.grain, [&](int64_t begin, int64_t end) {
+    threads().parallelFor(kernel.items, kernel.grain, [&](int64_t begin, int64_t end) {
       int32_t status = 0;
       kernel.fn(args.data(), &status, begin, end);
       if (status == 0) return;

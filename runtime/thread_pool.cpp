@@ -1,78 +1,58 @@
-// The CPU backend's thread pool: a shared job that workers and the caller take chunks from.
+// The CPU backend's thread pool: each parallelFor is an OpenMP parallel region whose threads
+// claim chunks from a shared counter.
 #include "runtime/thread_pool.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
+#include <exception>
 
 namespace kiln {
 
 namespace {
-// Set on pool threads, and on a caller while it runs chunks, so nested parallelFor runs inline
-// instead of deadlocking on the busy pool.
+// Set on a pool's threads while they run chunks, so a nested parallelFor runs inline.
 thread_local bool insideParallelFor = false;
 }  // namespace
 
-ThreadPool::ThreadPool(unsigned threads) {
-  threads = std::max(1u, threads);
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { workerLoop(); });
-}
-
-ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  for (std::thread& t : workers_) t.join();
-}
+ThreadPool::ThreadPool(unsigned threads) : threads_(std::max(1u, threads)) {}
 
 ThreadPool& ThreadPool::shared() {
   static ThreadPool pool;
   return pool;
 }
 
-void ThreadPool::drain(std::unique_lock<std::mutex>& lock) {
-  while (job_.fn && job_.next < job_.chunks) {
-    int64_t c = job_.next++;
-    const auto* fn = job_.fn;
-    int64_t begin = c * job_.chunk, end = std::min(job_.n, begin + job_.chunk);
-    lock.unlock();
-    (*fn)(begin, end);
-    lock.lock();
-    if (++job_.finished == job_.chunks) done_.notify_all();
-  }
-}
-
-void ThreadPool::workerLoop() {
-  insideParallelFor = true;
-  std::unique_lock<std::mutex> lock(mutex_);
-  uint64_t seen = 0;
-  for (;;) {
-    wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-    if (stopping_) return;
-    seen = generation_;
-    drain(lock);
-  }
-}
+void ThreadPool::bindLibrariesOfCallingThread() const { omp_set_num_threads(static_cast<int>(threads_)); }
 
 void ThreadPool::parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, size());
-  if (chunks <= 1 || insideParallelFor || workers_.empty()) {
+  if (chunks <= 1 || insideParallelFor) {
     fn(0, n);
     return;
   }
   std::lock_guard<std::mutex> call(callMutex_);
-  std::unique_lock<std::mutex> lock(mutex_);
-  int64_t chunk = (n + chunks - 1) / chunks;
-  job_ = Job{&fn, n, chunk, (n + chunk - 1) / chunk, 0, 0};
-  ++generation_;
-  wake_.notify_all();
-  insideParallelFor = true;
-  drain(lock);
-  insideParallelFor = false;
-  done_.wait(lock, [&] { return job_.finished == job_.chunks; });
-  job_ = Job{};
+  const int64_t chunk = (n + chunks - 1) / chunks;
+  chunks = (n + chunk - 1) / chunk;
+  // Chunks are claimed, not assigned by thread number: OpenMP may start fewer threads than asked.
+  std::atomic<int64_t> next = 0;
+  std::exception_ptr failure;
+  std::mutex failureMutex;
+#pragma omp parallel num_threads(static_cast<int>(chunks))
+  {
+    insideParallelFor = true;
+    for (int64_t c = next++; c < chunks; c = next++) {
+      try {
+        fn(c * chunk, std::min(n, c * chunk + chunk));
+      } catch (...) {  // an exception may not leave a parallel region
+        std::lock_guard<std::mutex> lock(failureMutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    insideParallelFor = false;
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace kiln
