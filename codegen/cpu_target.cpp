@@ -111,19 +111,26 @@ std::pair<double, double> splitConstant(double k) {
   return {high, static_cast<float>(k - high)};
 }
 
+// min(x, hi) then max(., lo), each as `bound < v ? bound : v` (and `>`), which passes a NaN v
+// through: the form x86's minps/maxps compute in one instruction each. A NaN then reaches the
+// float-to-int conversions of the formulas below, whose result LLVM makes poison; the callers
+// select x for NaN, and a select whose chosen arm is x is not poison.
+llvm::Value* clampKeepingNaN(llvm::IRBuilder<>& b, llvm::Value* x, double lo, double hi) {
+  llvm::Type* type = x->getType();
+  llvm::Value* low = llvm::ConstantFP::get(type, lo);
+  llvm::Value* high = llvm::ConstantFP::get(type, hi);
+  llvm::Value* capped = b.CreateSelect(b.CreateFCmpOLT(high, x), high, x);
+  return b.CreateSelect(b.CreateFCmpOGT(low, capped), low, capped);
+}
+
 // f32 exp in a few vector instructions and no call: e^x = 2^(x log2 e) by exp2Split over the whole
 // range. x is clamped to [-104, 89], beyond which e^x is 0 or inf in f32 (the clamped value gives
 // them too); NaN is passed through (with tanhInline's caveat under --fast-math).
 // tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
 llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
-  llvm::Type* type = x->getType();
-  auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
   llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
-  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOLT(x, c(-104.0)), c(-104.0),
-                                        b.CreateSelect(b.CreateFCmpOGT(x, c(89.0)), c(89.0), x));
-  clamped = b.CreateSelect(isNaN, c(0.0), clamped);  // no NaN reaches the integer conversion
   auto [high, low] = splitConstant(1.4426950408889634);  // log2(e)
-  return b.CreateSelect(isNaN, x, exp2Split(b, clamped, high, low));
+  return b.CreateSelect(isNaN, x, exp2Split(b, clampKeepingNaN(b, x, -104.0, 89.0), high, low));
 }
 
 // e^t - 1 for f32 t in [0, 20] (tanh's 2|x|): t = n ln 2 + r with r in [-ln2/2, ln2/2] (r = t
@@ -150,16 +157,15 @@ llvm::Value* expm1Small(llvm::IRBuilder<>& b, llvm::Value* t) {
 // 1 - 2 / (e^(2|x|) + 1) for the rest, both computed for every lane and one selected, took ~20%
 // longer in the elementwise chain); at most 3 ulp, small |x| included, since expm1Small keeps
 // their bits. |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN is passed through
-// (and kept from the float-to-int conversion, which LLVM makes poison for NaN; under --fast-math
-// the builder's no-NaN flag lets LLVM drop these guards, as it may drop any NaN handling there).
+// by the last select (clampKeepingNaN says why the poison on the other arm does not matter; under
+// --fast-math the builder's no-NaN flag lets LLVM drop the guard, as it may drop any NaN handling).
 // tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
 llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
   llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
   llvm::Value* magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  llvm::Value* capped = b.CreateSelect(b.CreateFCmpOGT(magnitude, c(10.0)), c(10.0), magnitude);
-  capped = b.CreateSelect(isNaN, c(0.0), capped);  // no NaN reaches the integer conversion
+  llvm::Value* capped = b.CreateSelect(b.CreateFCmpOLT(c(10.0), magnitude), c(10.0), magnitude);  // as clampKeepingNaN
   llvm::Value* q = expm1Small(b, b.CreateFAdd(capped, capped));
   llvm::Value* tanh = b.CreateFDiv(q, b.CreateFAdd(q, c(2.0)));
   return b.CreateSelect(isNaN, x, b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, tanh, x));
