@@ -3,6 +3,7 @@
 // work item per output element, as every other kernel). Sums are in double, rounded once.
 #include <llvm/IR/Constants.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/element_emitter.h"
@@ -101,6 +102,43 @@ llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& 
   return e.fromDouble(acc, op.result()->type().dtype);
 }
 
+// max_pool2d_backward where windows neither overlap nor reach into padding (a 2x2 pool of stride
+// 2): (h,w) lies in at most one window, whose elements are all real, so dx[n,c,h,w] is that
+// window's dy where (h,w) is its first maximal element, else 0. Every read is unconditional (a
+// position past the last window reads the last one and its result is discarded), and the window
+// is scanned in x's own type, where comparisons are exact: the CPU vectorises it without masks.
+llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Index& index, const PoolAxis& rows,
+                                     const PoolAxis& cols) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  const Value* dy = op.operand(1);
+  auto [oy, ky, yValid] = rows.candidate(e, index[2], e.i64(0));
+  auto [ox, kx, xValid] = cols.candidate(e, index[3], e.i64(0));
+  auto clampTo = [&](llvm::Value* v, int64_t size) {
+    return b.CreateSelect(b.CreateICmpULT(v, e.i64(size)), v, e.i64(size - 1));
+  };
+  oy = clampTo(oy, rows.outSize);
+  ox = clampTo(ox, cols.outSize);
+  llvm::Type* type = e.computeType(x->type().dtype);
+  Values init{llvm::ConstantFP::get(type, -INFINITY), e.i64(-1)};
+  Values scan = e.loopNest({rows.kernel, cols.kernel}, init, [&](const Index& j, const Values& c) {
+    llvm::Value* v = e.emit(x, {index[0], index[1], e.windowPosition(oy, rows.stride, 0, j[0], 1),
+                                e.windowPosition(ox, cols.stride, 0, j[1], 1)});
+    // The first element, a NaN after a number, or a number above the best so far takes over.
+    llvm::Value* first = b.CreateICmpSLT(c[1], e.i64(0));
+    llvm::Value* bestIsNan = b.CreateFCmpUNO(c[0], c[0]);
+    llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), b.CreateFCmpOGT(v, c[0]));
+    llvm::Value* take = b.CreateOr(first, b.CreateAnd(b.CreateNot(bestIsNan), beats));
+    llvm::Value* at = b.CreateAdd(b.CreateMul(j[0], e.i64(cols.kernel)), j[1]);
+    return Values{b.CreateSelect(take, v, c[0]), b.CreateSelect(take, at, c[1])};
+  });
+  llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(cols.kernel)), kx);
+  llvm::Value* chosen = b.CreateAnd(b.CreateAnd(yValid, xValid), b.CreateICmpEQ(scan[1], mine));
+  llvm::Value* g = e.emit(dy, {index[0], index[1], oy, ox});
+  llvm::Value* zero = llvm::ConstantFP::get(g->getType(), 0.0);
+  return b.CreateSelect(chosen, b.CreateFAdd(zero, g), zero);  // 0 + dy, as the sum gives: -0 becomes +0
+}
+
 // dx[n,c,h,w] = sum over the windows covering (h,w) of their dy, where (h,w) is the window's
 // first maximal real element (max) or one of its `count` real elements (avg: dy / count).
 llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index) {
@@ -114,6 +152,8 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
   std::vector<int64_t> dil = op.intsAttr("dilations");
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
   PoolAxis rows{kernel[0], strides[0], pads[0], dil[0], dys[2]}, cols{kernel[1], strides[1], pads[1], dil[1], dys[3]};
+  bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  if (isMax && !padded && rows.disjoint() && cols.disjoint()) return maxPoolBackwardDisjoint(e, op, index, rows, cols);
   Shape candidates{rows.candidates(), cols.candidates()};
   llvm::Value* acc = e.loopNest(candidates, {e.f64(0.0)}, [&](const Index& c, const Values& sum) {
     auto [oy, ky, yValid] = rows.candidate(e, index[2], c[0]);

@@ -1,9 +1,11 @@
 // Element emitters for the dense ops: matmul, conv2d, max_pool2d and avg_pool2d. Each output
 // element loops over its contraction or window in the order of ir/interp/nn.cpp, accumulating
-// floats in double (rounded once) and ints in wrapping i64. (On the GPU these later prefer
+// floats in double (rounded once; max_pool2d in x's own type, where max is exact) and ints in
+// wrapping i64. (On the GPU these later prefer
 // cuBLASLt and cuDNN; this generated code stays as the fallback and the reference.)
 #include <llvm/IR/Constants.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/element_emitter.h"
@@ -83,19 +85,29 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
   std::vector<int64_t> pads = op.intsAttr("pads");
   std::vector<int64_t> dil = op.intsAttr("dilations");
   bool isMax = op.kind() == OpKind::MaxPool2d;
-  Values init{e.f64(isMax ? -INFINITY : 0.0), e.i64(0)};
+  // Max is exact in x's own compute type; avg sums in double.
+  llvm::Type* accType = isMax ? e.computeType(x->type().dtype) : b.getDoubleTy();
+  auto element = [&](llvm::Value* iy, llvm::Value* ix) {
+    llvm::Value* v = e.emit(x, {index[0], index[1], iy, ix});
+    return isMax ? v : e.toDouble(v);
+  };
+  // Without padding every window lies inside x (the output size is floor((in - span) / stride) + 1),
+  // so the reads need no bounds test: unconditional, the CPU's vectoriser reads a stride-2 window
+  // with interleaved loads instead of masked gathers.
+  bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  Values init{llvm::ConstantFP::get(accType, isMax ? -INFINITY : 0.0), e.i64(0)};
   Values acc = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& ivs, const Values& c) {
     llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], dil[0]);
     llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], dil[1]);
-    llvm::Value* inside = b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3]));
-    return e.ifThen(inside, [&] {
-      llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));
-      llvm::Value* next = isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], v);
-      return Values{next, b.CreateAdd(c[1], e.i64(1))};
-    }, c);
+    auto take = [&] {
+      llvm::Value* v = element(iy, ix);
+      return Values{isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], v), b.CreateAdd(c[1], e.i64(1))};
+    };
+    if (!padded) return take();
+    return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), take, c);
   });
-  llvm::Value* r = isMax ? acc[0] : b.CreateFDiv(acc[0], b.CreateSIToFP(acc[1], b.getDoubleTy()));
-  return e.fromDouble(r, op.result()->type().dtype);
+  if (isMax) return acc[0];
+  return e.fromDouble(b.CreateFDiv(acc[0], b.CreateSIToFP(acc[1], b.getDoubleTy())), op.result()->type().dtype);
 }
 
 }  // namespace

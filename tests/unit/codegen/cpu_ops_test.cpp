@@ -199,6 +199,8 @@ TEST(CpuOps, ConvolutionAndPooling) {
       check("%x: " + T + "[2,3,8,8]", std::string(op) + " %x {kernel = [2, 2]}", {accumulateTolerance(), 1, true});
       check("%x: " + T + "[1,2,7,9]", std::string(op) + " %x {kernel = [3, 2], strides = [2, 3], pads = [1, 1, 2, 0]}",
             {accumulateTolerance()});
+      // Unpadded windows that leave rows and columns over: read without bounds tests.
+      check("%x: " + T + "[1,2,7,9]", std::string(op) + " %x {kernel = [3, 2], strides = [2, 3]}", {accumulateTolerance(), 1, true});
     }
     check("%x: " + T + "[2,3,4,4], %s: " + T + "[3], %b: " + T + "[3], %m: " + T + "[3], %v: " + T + "[3]",
           "batch_norm %x, %s, %b, %m, %v", {accumulateTolerance()});
@@ -206,7 +208,7 @@ TEST(CpuOps, ConvolutionAndPooling) {
 }
 
 // The pools' gradients: windows that cannot overlap (a 2x2 pool of stride 2; stride 3 leaves gaps,
-// with padding) find their one window by division, overlapping ones (3x3 of stride 2, padded; one
+// with and without padding) find their one window by division, overlapping ones (3x3 of stride 2, padded; one
 // axis of each kind) try every kernel offset. Ties and NaN go to the window's first maximum.
 TEST(CpuOps, PoolGradients) {
   struct Pool {
@@ -218,6 +220,10 @@ TEST(CpuOps, PoolGradients) {
       {"[1,2,8,7], %dy: T[1,2,3,3]", "kernel = [2, 2], strides = [3, 3], pads = [1, 0, 0, 1]"},
       {"[1,2,9,9], %dy: T[1,2,5,5]", "kernel = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"},
       {"[1,2,8,9], %dy: T[1,2,4,4]", "kernel = [2, 3], strides = [2, 2]"},
+      // Disjoint, unpadded windows (max reads them unconditionally), with rows and columns no
+      // window covers: past the last window (odd sizes) and in the gaps of stride 3.
+      {"[1,2,9,9], %dy: T[1,2,4,4]", "kernel = [2, 2], strides = [2, 2]"},
+      {"[1,2,8,8], %dy: T[1,2,3,3]", "kernel = [2, 2], strides = [3, 3]"},
   };
   for (const char* t : {"f32", "bf16"})
     for (const Pool& p : pools) {
