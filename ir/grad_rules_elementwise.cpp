@@ -86,11 +86,14 @@ KILN_GRAD_RULE(atan) {
   Value* x = x0(op);
   return std::vector<Value*>{ctx.div(dys[0], ctx.add(ctx.scalarLike(x, 1.0), ctx.mul(x, x)))};
 }
-// dx = dy where x > 0, else 0 (0 at x = 0, as JAX and PyTorch)
+// dx = dy where x > 0, else 0 (0 at x = 0, as JAX and PyTorch), tested on y = relu(x): y > 0
+// exactly where x > 0 (NaN and -0 included), and the backward pass then needs only y, so a
+// convolution or matmul with bias and relu can be one library call whose epilogue writes y alone
+// (x = conv + bias would otherwise be kept for the backward pass: a kernel and a tensor more).
 KILN_GRAD_RULE(relu) {
-  Value* x = x0(op);
-  Value* positive = ctx.op(OpKind::Gt, {x, ctx.scalarLike(x, 0.0)});
-  return std::vector<Value*>{ctx.op(OpKind::Select, {positive, dys[0], ctx.scalarLike(x, 0.0)})};
+  Value* y = y0(op);
+  Value* positive = ctx.op(OpKind::Gt, {y, ctx.scalarLike(y, 0.0)});
+  return std::vector<Value*>{ctx.op(OpKind::Select, {positive, dys[0], ctx.scalarLike(y, 0.0)})};
 }
 // s = sigmoid(x): dx = dy s (1 + x (1 - s))
 KILN_GRAD_RULE(silu) {
