@@ -1024,6 +1024,40 @@ llvm::Value* ElementEmitter::rowScratchFor(const Value* operand) {
   return scratch;
 }
 
+std::vector<ElementEmitter::RowInvariantLoads> ElementEmitter::loadRowInvariantInputs(
+    llvm::Value* lane, const std::function<Index(llvm::Value*)>& fullIndex, const Shape& full) {
+  std::vector<RowInvariantLoads> invariant;
+  int64_t n = group_.rowLength(), span = target_.rowLanes(group_) * rowElementsPerStep();
+  // Only where the lanes share rows (the GPU) and the passes are straight-line code, whose every
+  // pass visits the same elements in the same order.
+  if (target_.rowLanes(group_) == 1 || n % span != 0 || n / span > kUnrolledRowSteps) return invariant;
+  const int64_t perLane = n / target_.rowLanes(group_);
+  const size_t rowRank = group_.rows.size();
+  for (const Value* v : group_.inputs) {
+    const Shape& from = v->type().shape;
+    // Broadcast along every row axis (absent or 1 there), whole along the inner ones.
+    bool invariantAlongRows = from.size() <= full.size() && v->type().numElements() > 0;
+    for (size_t d = 0; invariantAlongRows && d < from.size(); ++d) {
+      size_t at = full.size() - from.size() + d;
+      invariantAlongRows = at < rowRank ? from[d] == 1 : from[d] == full[at];
+    }
+    bool readElementwise = false;
+    for (const Use& use : v->uses())
+      readElementwise |= std::find(group_.ops.begin(), group_.ops.end(), use.user) != group_.ops.end() &&
+                         use.user->info().cls == OpClass::Elementwise && use.user->result()->type().shape == full;
+    if (!invariantAlongRows || !readElementwise) continue;
+    // Registers: a lane keeps n / lanes elements of each such input for the whole kernel.
+    if (static_cast<int64_t>(invariant.size() + 1) * perLane > kRowInvariantRegisters) break;
+    invariant.push_back({v, {}});
+  }
+  if (invariant.empty()) return invariant;
+  forEachInRow(lane, [&](llvm::Value* k) {
+    Index index = fullIndex(k);
+    for (RowInvariantLoads& loads : invariant) loads.values.push_back(emit(loads.input, broadcastIndex(index, loads.input->type().shape, full)));
+  });
+  return invariant;
+}
+
 void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   Index rowIndex = delinearize(row, group_.rows);
   int64_t n = group_.rowLength();
@@ -1033,6 +1067,9 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
     index.insert(index.end(), innerIndex.begin(), innerIndex.end());
     return index;
   };
+  Shape full = group_.rows;
+  full.insert(full.end(), group_.inner.begin(), group_.inner.end());
+  std::vector<RowInvariantLoads> invariant = loadRowInvariantInputs(lane, fullIndex, full);
   // The row values, in program order, so each finds the ones it reads already cached.
   for (const Op* op : group_.rowOps) {
     const Value* v = op->result();
@@ -1083,13 +1120,15 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
     }, {});
   }
   if (fullOutputs.empty()) return;
-  Shape full = group_.rows;
-  full.insert(full.end(), group_.inner.begin(), group_.inner.end());
+  size_t step = 0;  // the how-manieth element of this lane's share: forEachInRow's order
   forEachInRow(lane, [&](llvm::Value* k) {
     llvm::Value* linear = b.CreateAdd(b.CreateMul(row, i64(n)), k);
     Index index = fullIndex(k);
     setCurrent(index, linear, full);
     size_t preloaded = preloaded_.size();
+    for (const RowInvariantLoads& loads : invariant)
+      preloaded_.push_back({{loads.input, broadcastIndex(index, loads.input->type().shape, full)}, loads.values[step]});
+    ++step;
     for (const auto& [v, scratch] : rowScratch_) {
       llvm::Type* type = computeType(v->type().dtype);
       preloaded_.push_back({{v, index}, b.CreateLoad(type, b.CreateInBoundsGEP(type, scratch, k))});

@@ -213,6 +213,20 @@ class ElementEmitter {
   // norm's mean, variance and output) instead of reading the row from memory again.
   Values rowSteps(Values init, const LoopBody& body);
   static constexpr int64_t kUnrolledRowSteps = 8;
+  // An input every row reads at the same elements (a layer norm's scale and bias) and a lane's
+  // share of it, in forEachInRow's order.
+  struct RowInvariantLoads {
+    const Value* input;
+    std::vector<llvm::Value*> values;
+  };
+  // Where the lanes share rows (the GPU) and the row's passes are unrolled: such inputs loaded
+  // before the row's reductions, so that the loads come before any shuffle or barrier and LLVM
+  // hoists them out of the loop over rows (after them, it may not: they would be read again for
+  // every row a block takes). At most kRowInvariantRegisters values a lane.
+  std::vector<RowInvariantLoads> loadRowInvariantInputs(llvm::Value* lane,
+                                                        const std::function<Index(llvm::Value*)>& fullIndex,
+                                                        const Shape& full);
+  static constexpr int64_t kRowInvariantRegisters = 32;
   // Accumulates f(k) over k in [0, n) of a row: lane-strided, then combined across lanes.
   // For rows shared by more lanes than a warp: `values`, already combined across each warp's
   // lanes by shuffles, combined across the row's warps in warp order (the same bits on every run)

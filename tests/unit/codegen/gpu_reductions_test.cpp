@@ -94,6 +94,26 @@ TEST(GpuRowStrategy, BlockPerRowNormalisations) {
   expectSameAsInterpreter(*m->entry(), o);
 }
 
+// Inputs every row reads at the same elements are loaded once per lane, before the loop over rows
+// (where a row's passes are unrolled: a warp per row of 256, a block per row of 2048; tests/lit/
+// compile/row_strategy.test pins the PTX): a layer norm's scale and bias, and a broadcast bias
+// that the row's reductions read too (softmax of x + b), with more rows than the grid has warps
+// or blocks, so that each lane reuses what it loaded for several rows.
+TEST(GpuRowStrategy, RowInvariantInputsLoadedOncePerLane) {
+  DiffOptions o;
+  o.tol = accumulateTolerance();
+  o.gpuTol = accumulateTolerance();
+  for (const char* shape : {"[8192,256]", "[1000,2048]"}) {
+    std::string n = std::string(shape).substr(std::string(shape).find(',') + 1);
+    n.pop_back();
+    expectMatches(std::string("%x: f32") + shape + ", %g: f32[" + n + "], %b: f32[" + n + "]",
+                  "layer_norm %x, %g, %b {axis = -1, epsilon = 1e-5}", o);
+    auto m = parseOrFail("func @main(%x: f32" + std::string(shape) + ", %b: f32[" + n + "]) -> f32" + shape +
+                         " {\n  %s = add %x, %b\n  %y = softmax %s {axis = -1}\n  return %y\n}\n");
+    expectSameAsInterpreter(*m->entry(), o);
+  }
+}
+
 // argmax/argmin over the last axis are row reductions of (index, value) pairs: lanes and warps
 // combine their candidates in any order, and the first occurrence must still win, for ties, for
 // NaN (above every number) and for rows shorter than the lanes (whose spare lanes hold index n).
