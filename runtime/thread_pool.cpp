@@ -3,6 +3,7 @@
 #include "runtime/thread_pool.h"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +14,17 @@ namespace kiln {
 namespace {
 // Set on a pool's threads while they run chunks, so a nested parallelFor runs inline.
 thread_local bool insideParallelFor = false;
+
+// libgomp's threads do not survive fork(): in the child, a parallel region of more than one
+// thread waits for them forever. A child of any process (one that ran kiln, or anything else on
+// OpenMP: oneDNN, PyTorch) therefore runs kiln's kernels, and sizes its libraries, on one thread,
+// as PyTorch's data-loader workers do. Registered when the library loads, before any fork.
+std::atomic<bool> forkedChild = false;
+void afterForkInChild() {
+  forkedChild = true;
+  omp_set_num_threads(1);
+}
+[[maybe_unused]] const int registeredAtFork = pthread_atfork(nullptr, nullptr, afterForkInChild);
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) : threads_(std::max(1u, threads)) {}
@@ -22,13 +34,15 @@ ThreadPool& ThreadPool::shared() {
   return pool;
 }
 
-void ThreadPool::bindLibrariesOfCallingThread() const { omp_set_num_threads(static_cast<int>(threads_)); }
+void ThreadPool::bindLibrariesOfCallingThread() const {
+  omp_set_num_threads(forkedChild ? 1 : static_cast<int>(threads_));
+}
 
 void ThreadPool::parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, size());
-  if (chunks <= 1 || insideParallelFor) {
+  if (chunks <= 1 || insideParallelFor || forkedChild) {
     fn(0, n);
     return;
   }

@@ -14,6 +14,7 @@ namespace kiln {
 // left spin-waiting kept its cores from the kernels that followed (on 2 cores an Adam update after
 // a matmul took 1.34 ms instead of 0.73). Results are deterministic because parallelFor hands every
 // item to exactly one thread and nothing is combined across threads; only the timing varies.
+// In a child of fork() everything runs on the calling thread (libgomp's threads stay behind).
 class ThreadPool {
  public:
   explicit ThreadPool(unsigned threads = std::thread::hardware_concurrency());

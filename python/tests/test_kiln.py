@@ -1,6 +1,7 @@
 """The Python module: compile and call on NumPy arrays, DLPack, dumps, training, and errors as
 KilnError. ctest runs these with the build tree's module (PYTHONPATH=build/python)."""
 import os
+import time
 
 import numpy as np
 import pytest
@@ -173,3 +174,34 @@ def test_placed_across_devices_and_pipelined_training():
     x = rng.uniform(-1, 1, (32, 2)).astype(np.float32)
     y = (x.sum(axis=1) > 0).astype(np.int32)
     assert plain(x, y, lr=0.1) == piped(x, y, lr=0.1)
+
+
+def test_a_forked_child_runs_compiled_functions():
+    # libgomp's threads (kiln's kernels and oneDNN run on them) do not survive fork(); a child
+    # runs on one thread instead of waiting for them forever (multiprocessing's default on Linux).
+    f = kiln.compile("""
+func @main(%a: f32[256,256], %b: f32[256,256]) -> f32[256,256] {
+  %m = matmul %a, %b
+  %y = tanh %m
+  return %y
+}
+""", backend="cpu")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 256, 256), dtype=np.float32)
+    want = f(a, b)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if np.array_equal(f(a, b), want) else 1)
+    deadline_ok = False
+    for _ in range(600):  # 60 s
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            deadline_ok = True
+            break
+        time.sleep(0.1)
+    if not deadline_ok:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert deadline_ok, "the forked child hung"
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the child's results differ"
+    np.testing.assert_array_equal(f(a, b), want)  # the parent's threads still work

@@ -5,6 +5,9 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
 
@@ -116,6 +119,32 @@ TEST(ThreadPool, EveryItemExactlyOnce) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << grain << " " << i;
     }
   }
+}
+
+// libgomp's threads do not survive fork(): a child that ran a parallel region of two threads
+// would wait for them forever. The pool runs the child's calls on the calling thread instead.
+TEST(ThreadPool, AForkedChildRunsItsCallsInline) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> parentSum = 0;
+  pool.parallelFor(1000, 1, [&](int64_t b, int64_t e) { parentSum += e - b; });  // starts the OpenMP threads
+  ASSERT_EQ(parentSum.load(), 1000);
+  pid_t child = fork();
+  ASSERT_GE(child, 0) << "fork failed";
+  if (child == 0) {
+    alarm(20);  // a hang ends the child with SIGALRM instead of the test run
+    ThreadPool fresh(2);
+    std::atomic<int64_t> sum = 0;
+    pool.parallelFor(1000, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+    fresh.parallelFor(1000, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+    _exit(sum.load() == 2000 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed (signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's calls missed items";
+  // The parent's pool still works on its threads.
+  pool.parallelFor(1000, 1, [&](int64_t b, int64_t e) { parentSum += e - b; });
+  EXPECT_EQ(parentSum.load(), 2000);
 }
 
 TEST(ThreadPool, NestedCallsRunInline) {
