@@ -3,7 +3,6 @@
 #include "runtime/placed_executable.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "passes/split_devices.h"
 #include "runtime/collectives/communicator.h"
@@ -79,7 +78,7 @@ Expected<std::unique_ptr<PlacedExecutable>> PlacedExecutable::compile(const Func
     if (!compiled) return compiled.error();
     exe->stages_.push_back(std::move(*compiled));
   }
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  unsigned cores = ThreadPool::defaultSize();
   for (int d = 0; d < devices; ++d)
     exe->threads_.push_back(std::make_unique<ThreadPool>(std::max(1u, cores / static_cast<unsigned>(devices))));
   exe->workers_ = std::make_unique<DeviceWorkers>(devices);

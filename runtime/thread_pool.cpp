@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <exception>
+#include <thread>
 
 namespace kiln {
 
@@ -28,6 +30,11 @@ void afterForkInChild() {
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) : threads_(std::max(1u, threads)) {}
+
+unsigned ThreadPool::defaultSize() {
+  if (std::getenv("OMP_NUM_THREADS")) return static_cast<unsigned>(std::max(1, omp_get_max_threads()));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 ThreadPool& ThreadPool::shared() {
   static ThreadPool pool;

@@ -4,12 +4,10 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 namespace kiln {
 
-// `threads` threads in all (std::thread::hardware_concurrency() by default): the calling thread
-// works too. The threads are the calling thread's OpenMP team, the same threads oneDNN runs its
+// `threads` threads in all (defaultSize() unless told): the calling thread works too. The threads are the calling thread's OpenMP team, the same threads oneDNN runs its
 // primitives on (runtime/onednn.h): with a pool of kiln's own, the OpenMP threads a oneDNN call
 // left spin-waiting kept its cores from the kernels that followed (on 2 cores an Adam update after
 // a matmul took 1.34 ms instead of 0.73). Results are deterministic because parallelFor hands every
@@ -17,7 +15,11 @@ namespace kiln {
 // In a child of fork() everything runs on the calling thread (libgomp's threads stay behind).
 class ThreadPool {
  public:
-  explicit ThreadPool(unsigned threads = std::thread::hardware_concurrency());
+  explicit ThreadPool(unsigned threads = defaultSize());
+
+  // The threads a pool takes unless told: OMP_NUM_THREADS where it is set (the variable oneDNN and
+  // PyTorch read, and mpirun -x passes to each rank), else every core.
+  static unsigned defaultSize();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <thread>
 
 #include "runtime/backend.h"
 #include "runtime/executable.h"
 #include "runtime/placed_executable.h"
+#include "runtime/thread_pool.h"
 #include "tools/bench_report.h"
 #include "tools/cli.h"
 
@@ -65,7 +65,7 @@ int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const code
   }
   double step = median(wall), single = median(oneDevice), idle = median(bubble);
   double model = fillDrainBubble(setup.devices, setup.microBatches);
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(setup.devices));
+  unsigned threads = std::max(1u, ThreadPool::defaultSize() / static_cast<unsigned>(setup.devices));
   if (setup.json) {
     for (size_t s = 0; s < stages.size(); ++s)
       fmt::print("{{\"stage\":\"{}\",\"device\":{},\"start_ms\":{:.4f},\"transfer_ms\":{:.4f},\"transfer_bytes\":{},"
@@ -99,7 +99,7 @@ int benchPlaced(const Function& f, const std::vector<Tensor>& inputs, const code
   fmt::print("step {:.4f} ms on {} devices; {:.4f} ms for the same {} run{} one after another on one device{} (same run, "
              "alternating)\n",
              step, setup.devices, single, setup.microBatches, setup.microBatches == 1 ? "" : "s",
-             cuda ? "" : fmt::format(" with all {} threads", std::max(1u, std::thread::hardware_concurrency())));
+             cuda ? "" : fmt::format(" with all {} threads", ThreadPool::defaultSize()));
   fmt::print("median of {} runs after {} warm-up\n", setup.reps, setup.warmup);
   return kExitOk;
 }

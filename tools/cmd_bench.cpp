@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <thread>
 
 #include "codegen/kernel_report.h"
 #include "runtime/collectives/communicator.h"
 #include "runtime/copy_bandwidth.h"
 #include "runtime/executable.h"
 #include "runtime/memory_check.h"
+#include "runtime/thread_pool.h"
 #include "tools/bench_data_parallel.h"
 #include "tools/bench_input.h"
 #include "tools/bench_placed.h"
@@ -46,7 +46,7 @@ std::string device(Backend backend) {
   }
 #endif
   (void)backend;
-  return fmt::format("host CPU ({} threads)", std::thread::hardware_concurrency());
+  return fmt::format("host CPU ({} threads)", ThreadPool::defaultSize());
 }
 
 int run(const Command& c, const Args& args) {
