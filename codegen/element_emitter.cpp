@@ -1053,7 +1053,8 @@ std::vector<ElementEmitter::RowInvariantLoads> ElementEmitter::loadRowInvariantI
   if (invariant.empty()) return invariant;
   forEachInRow(lane, [&](llvm::Value* k) {
     Index index = fullIndex(k);
-    for (RowInvariantLoads& loads : invariant) loads.values.push_back(emit(loads.input, broadcastIndex(index, loads.input->type().shape, full)));
+    for (RowInvariantLoads& loads : invariant)
+      loads.values.push_back(emit(loads.input, broadcastIndex(index, loads.input->type().shape, full)));
   });
   return invariant;
 }

@@ -7,21 +7,22 @@
 
 namespace kiln {
 
-// `threads` threads in all (defaultSize() unless told): the calling thread works too. The threads are the calling thread's OpenMP team, the same threads oneDNN runs its
-// primitives on (runtime/onednn.h): with a pool of kiln's own, the OpenMP threads a oneDNN call
-// left spin-waiting kept its cores from the kernels that followed (on 2 cores an Adam update after
-// a matmul took 1.34 ms instead of 0.73). Results are deterministic because parallelFor hands every
+// `threads` threads in all (defaultSize() unless told): the calling thread works too. The threads
+// are the calling thread's OpenMP team, the same threads oneDNN runs its primitives on
+// (runtime/onednn.h): with a pool of kiln's own, the OpenMP threads a oneDNN call left
+// spin-waiting kept its cores from the kernels that followed (on 2 cores an Adam update after a
+// matmul took 1.34 ms instead of 0.73). Results are deterministic because parallelFor hands every
 // item to exactly one thread and nothing is combined across threads; only the timing varies.
 // In a child of fork() everything runs on the calling thread (libgomp's threads stay behind).
 class ThreadPool {
  public:
   explicit ThreadPool(unsigned threads = defaultSize());
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
 
   // The threads a pool takes unless told: OMP_NUM_THREADS where it is set (the variable oneDNN and
   // PyTorch read, and mpirun -x passes to each rank), else every core.
   static unsigned defaultSize();
-  ThreadPool(const ThreadPool&) = delete;
-  ThreadPool& operator=(const ThreadPool&) = delete;
 
   // The process-wide pool the CPU backend runs kernels on.
   static ThreadPool& shared();

@@ -200,7 +200,8 @@ TEST(CpuOps, ConvolutionAndPooling) {
       check("%x: " + T + "[1,2,7,9]", std::string(op) + " %x {kernel = [3, 2], strides = [2, 3], pads = [1, 1, 2, 0]}",
             {accumulateTolerance()});
       // Unpadded windows that leave rows and columns over: read without bounds tests.
-      check("%x: " + T + "[1,2,7,9]", std::string(op) + " %x {kernel = [3, 2], strides = [2, 3]}", {accumulateTolerance(), 1, true});
+      check("%x: " + T + "[1,2,7,9]", std::string(op) + " %x {kernel = [3, 2], strides = [2, 3]}",
+            {accumulateTolerance(), 1, true});
     }
     check("%x: " + T + "[2,3,4,4], %s: " + T + "[3], %b: " + T + "[3], %m: " + T + "[3], %v: " + T + "[3]",
           "batch_norm %x, %s, %b, %m, %v", {accumulateTolerance()});

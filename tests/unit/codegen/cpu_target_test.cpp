@@ -140,7 +140,8 @@ TEST(ThreadPool, AForkedChildRunsItsCallsInline) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed (signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
+  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed (signal "
+                                 << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's calls missed items";
   // The parent's pool still works on its threads.
   pool.parallelFor(1000, 1, [&](int64_t b, int64_t e) { parentSum += e - b; });
