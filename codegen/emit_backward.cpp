@@ -102,6 +102,18 @@ llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& 
   return e.fromDouble(acc, op.result()->type().dtype);
 }
 
+// One step of a scan for a window's first maximal element: (best, bestAt) after seeing v at
+// window offset `at`. The first element, a NaN after a number, or a number above the best so far
+// takes over (bestAt < 0: nothing seen yet), as the interpreter's max pool does.
+Values firstMaximumStep(ElementEmitter& e, llvm::Value* best, llvm::Value* bestAt, llvm::Value* v, llvm::Value* at) {
+  auto& b = e.b;
+  llvm::Value* first = b.CreateICmpSLT(bestAt, e.i64(0));
+  llvm::Value* bestIsNan = b.CreateFCmpUNO(best, best);
+  llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), b.CreateFCmpOGT(v, best));
+  llvm::Value* take = b.CreateOr(first, b.CreateAnd(b.CreateNot(bestIsNan), beats));
+  return Values{b.CreateSelect(take, v, best), b.CreateSelect(take, at, bestAt)};
+}
+
 // max_pool2d_backward where windows neither overlap nor reach into padding (a 2x2 pool of stride
 // 2): (h,w) lies in at most one window, whose elements are all real, so dx[n,c,h,w] is that
 // window's dy where (h,w) is its first maximal element, else 0. Every read is unconditional (a
@@ -124,13 +136,7 @@ llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Inde
   Values scan = e.loopNest({rows.kernel, cols.kernel}, init, [&](const Index& j, const Values& c) {
     llvm::Value* v = e.emit(x, {index[0], index[1], e.windowPosition(oy, rows.stride, 0, j[0], 1),
                                 e.windowPosition(ox, cols.stride, 0, j[1], 1)});
-    // The first element, a NaN after a number, or a number above the best so far takes over.
-    llvm::Value* first = b.CreateICmpSLT(c[1], e.i64(0));
-    llvm::Value* bestIsNan = b.CreateFCmpUNO(c[0], c[0]);
-    llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), b.CreateFCmpOGT(v, c[0]));
-    llvm::Value* take = b.CreateOr(first, b.CreateAnd(b.CreateNot(bestIsNan), beats));
-    llvm::Value* at = b.CreateAdd(b.CreateMul(j[0], e.i64(cols.kernel)), j[1]);
-    return Values{b.CreateSelect(take, v, c[0]), b.CreateSelect(take, at, c[1])};
+    return firstMaximumStep(e, c[0], c[1], v, b.CreateAdd(b.CreateMul(j[0], e.i64(cols.kernel)), j[1]));
   });
   llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(cols.kernel)), kx);
   llvm::Value* chosen = b.CreateAnd(b.CreateAnd(yValid, xValid), b.CreateICmpEQ(scan[1], mine));
@@ -168,12 +174,8 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
           llvm::Value* count = b.CreateAdd(c[2], e.i64(1));
           if (!isMax) return Values{c[0], c[1], count};
           llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));
-          llvm::Value* first = b.CreateICmpSLT(c[1], e.i64(0));
-          llvm::Value* bestIsNan = b.CreateFCmpUNO(c[0], c[0]);
-          llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), b.CreateFCmpOGT(v, c[0]));
-          llvm::Value* take = b.CreateOr(first, b.CreateAnd(b.CreateNot(bestIsNan), beats));
-          llvm::Value* at = b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]);
-          return Values{b.CreateSelect(take, v, c[0]), b.CreateSelect(take, at, c[1]), count};
+          Values best = firstMaximumStep(e, c[0], c[1], v, b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]));
+          return Values{best[0], best[1], count};
         }, c);
       });
       llvm::Value* g = e.toDouble(e.emit(dy, {index[0], index[1], oy, ox}));

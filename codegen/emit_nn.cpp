@@ -1,8 +1,8 @@
 // Element emitters for the dense ops: matmul, conv2d, max_pool2d and avg_pool2d. Each output
 // element loops over its contraction or window in the order of ir/interp/nn.cpp, accumulating
 // floats in double (rounded once; max_pool2d in x's own type, where max is exact) and ints in
-// wrapping i64. (On the GPU these later prefer
-// cuBLASLt and cuDNN; this generated code stays as the fallback and the reference.)
+// wrapping i64. (On the GPU these later prefer cuBLASLt and cuDNN; this generated code stays as
+// the fallback and the reference.)
 #include <llvm/IR/Constants.h>
 
 #include <algorithm>
@@ -87,10 +87,6 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
   bool isMax = op.kind() == OpKind::MaxPool2d;
   // Max is exact in x's own compute type; avg sums in double.
   llvm::Type* accType = isMax ? e.computeType(x->type().dtype) : b.getDoubleTy();
-  auto element = [&](llvm::Value* iy, llvm::Value* ix) {
-    llvm::Value* v = e.emit(x, {index[0], index[1], iy, ix});
-    return isMax ? v : e.toDouble(v);
-  };
   // Without padding every window lies inside x (the output size is floor((in - span) / stride) + 1),
   // so the reads need no bounds test: unconditional, the CPU's vectoriser reads a stride-2 window
   // with interleaved loads instead of masked gathers.
@@ -100,8 +96,9 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
     llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], dil[0]);
     llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], dil[1]);
     auto take = [&] {
-      llvm::Value* v = element(iy, ix);
-      return Values{isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], v), b.CreateAdd(c[1], e.i64(1))};
+      llvm::Value* v = e.emit(x, {index[0], index[1], iy, ix});
+      llvm::Value* next = isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], e.toDouble(v));
+      return Values{next, b.CreateAdd(c[1], e.i64(1))};
     };
     if (!padded) return take();
     return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), take, c);
