@@ -85,8 +85,10 @@ double relu(double x) { return x > 0 ? x : 0.0; }
 
 Activation classifyActivation(const std::vector<const Op*>& ops, const Value* x) {
   // erf- and tanh-gelu differ by up to ~2e-4 around |x| = 2 and 1; constants rounded to f32
-  // move a result by ~1e-7 relative, hence the 1e-6 tolerance.
-  static const double samples[] = {-6, -3, -2.25, -2, -1.5, -1, -0.75, -0.5, -0.1, 0, 0.1, 0.5, 0.75, 1, 1.5, 2, 2.25, 3, 6};
+  // move a result by ~1e-7 relative, hence the 1e-6 tolerance. The large magnitudes tell a clip
+  // from what it clips: relu6 (min(max(x, 0), 6), MobileNet's) equals relu up to 6.
+  static const double samples[] = {-1e30, -1e4, -100, -10, -6, -3, -2.25, -2, -1.5, -1, -0.75, -0.5, -0.1, 0,
+                                   0.1,    0.5,  0.75, 1,   1.5, 2, 2.25,  3,  6,    6.5, 10,   100,   1e4,  1e30};
   bool isRelu = true, isTanh = true, isErf = true;
   for (double at : samples) {
     auto y = evaluate(ops, x, at);
