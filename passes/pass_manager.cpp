@@ -12,6 +12,7 @@
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/fold_conv_affine.h"
 #include "passes/placement.h"
 #include "passes/share_kernels.h"
 #include "passes/decompose.h"
@@ -33,6 +34,9 @@ const std::vector<PassInfo>& registeredPasses() {
        vectorizeMaps},
       {"cse", "merge identical ops (same kind, operands, attributes, types) visible from one another",
        eliminateCommonSubexpressions},
+      {"fold-conv-affine",
+       "fold per-channel scales and shifts after a constant-weight conv2d (inference batch norm) into its weights and a bias",
+       foldConvAffine},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
       {"split-reductions",
        "split reductions that would leave a GPU idle (full, few long rows, columns) into stages (GPU pipeline only)",
@@ -62,9 +66,10 @@ const std::vector<std::string>& defaultPipeline(bool forGpu) {
   // Simplify, expose primitives, batch maps, clean up, (on a GPU, cut reductions that would leave
   // it idle into stages,) group what is left into kernels, let kernels equal but for a constant
   // share one compile, then start each collective as early as its inputs allow.
-  static const std::vector<std::string> host = {"canonicalize", "decompose", "vectorize", "cse",
-                                                "dce",          "fusion",    "share-kernels", "schedule-collectives"};
-  static const std::vector<std::string> gpu = {"canonicalize", "decompose",        "vectorize", "cse", "dce",
+  static const std::vector<std::string> host = {"canonicalize", "decompose", "vectorize",     "cse",
+                                                "fold-conv-affine", "dce",   "fusion", "share-kernels",
+                                                "schedule-collectives"};
+  static const std::vector<std::string> gpu = {"canonicalize", "decompose", "vectorize", "cse", "fold-conv-affine", "dce",
                                                "split-reductions", "fusion", "share-kernels", "schedule-collectives"};
   return forGpu ? gpu : host;
 }
