@@ -49,13 +49,16 @@ llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
 }
 
 // ONNX Conv (cross-correlation) with groups; out-of-range input positions read zero padding
-// and are skipped, so the sum adds exactly the terms the interpreter adds.
-llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& index) {
+// and are skipped, so the sum adds exactly the terms the interpreter adds. Channels-last is the
+// same sum at the channels-first view of the output index, reading x at channels-last indices.
+llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
   auto& b = e.b;
   const Value* x = op.operand(0);
   const Value* w = op.operand(1);
   std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
-  const Shape& xs = x->type().shape;
+  bool last = isChannelsLast(op);
+  Index index = last ? Index{outIndex[0], outIndex[3], outIndex[1], outIndex[2]} : outIndex;
+  Shape xs = last ? permuteShape(x->type().shape, kChannelsFirst) : x->type().shape;
   const Shape& ws = w->type().shape;
   int64_t groupChannels = ws[1];
   int64_t outPerGroup = ws[0] / op.intAttr("groups");
@@ -66,7 +69,8 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& index) {
     llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[2], dil[1]);
     llvm::Value* inside = b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3]));
     return e.ifThen(inside, [&] {
-      llvm::Value* xv = e.emit(x, {index[0], b.CreateAdd(firstChannel, ivs[0]), iy, ix});
+      llvm::Value* channel = b.CreateAdd(firstChannel, ivs[0]);
+      llvm::Value* xv = e.emit(x, last ? Index{index[0], iy, ix, channel} : Index{index[0], channel, iy, ix});
       llvm::Value* wv = e.emit(w, {index[1], ivs[0], ivs[1], ivs[2]});
       return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(xv), e.toDouble(wv)))};
     }, sum);

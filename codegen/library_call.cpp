@@ -242,6 +242,10 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
                             : hero.kind() == OpKind::Conv2dBackwardFilter ? ConvDirection::BackwardFilter
                                                                           : ConvDirection::Forward;
   auto [x, w, y] = convShapes(hero, direction);
+  bool channelsLast = direction == ConvDirection::Forward && isChannelsLast(hero);
+  if (channelsLast && lib != "oneDNN")
+    return GeneratedKernel{"channels-last conv2d: kiln's " + lib + " calls take NCHW"};
+  if (channelsLast) x = permuteShape(x, kChannelsFirst), y = permuteShape(y, kChannelsFirst);
   auto strides = hero.intsAttr("strides"), pads = hero.intsAttr("pads"), dilations = hero.intsAttr("dilations");
   if (pads[0] != pads[2] || pads[1] != pads[3])
     return GeneratedKernel{"asymmetric pads " + shapeStr(pads) + " (top,left,bottom,right): " + lib + " pads both sides equally"};
@@ -255,6 +259,7 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
   call.padH = pads[0], call.padW = pads[1];
   call.dilationH = dilations[0], call.dilationW = dilations[1];
   call.groups = hero.intAttr("groups");
+  call.channelsLast = channelsLast;
   if (numElements(x) == 0 || numElements(y) == 0 || call.c == 0) return GeneratedKernel{"empty conv2d (a dimension is 0)"};
   if (!fitsInt32({call.n, call.c, call.h, call.w, call.o, call.kh, call.kw, call.outH, call.outW, call.strideH,
                   call.strideW, call.padH, call.padW, call.dilationH, call.dilationW}) ||
@@ -273,8 +278,8 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
   call.x = first;
   call.weights = second;
 
-  Epilogue e = splitEpilogue(
-      group, hero, "a per-channel bias [1," + std::to_string(call.o) + ",1,1]", lib);
+  std::string o = std::to_string(call.o);
+  Epilogue e = splitEpilogue(group, hero, "a per-channel bias " + (channelsLast ? "[" + o + "]" : "[1," + o + ",1,1]"), lib);
   if (!e.reason.empty()) return GeneratedKernel{e.reason};
   if (e.hasActivation && e.activation != Activation::Relu)
     return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not relu, the one activation " + lib + " fuses"};
@@ -360,8 +365,8 @@ std::string describeLibraryCall(const LibraryCall& call, Target target) {
   if (const auto* c = std::get_if<ConvCall>(&call)) {
     if (c->direction == ConvDirection::BackwardData) return dnn + " conv2d backward-data";
     if (c->direction == ConvDirection::BackwardFilter) return dnn + " conv2d backward-filter";
-    return c->epilogue == ConvEpilogue::None ? dnn + " conv2d (no epilogue)"
-                                             : dnn + " conv2d (" + epilogueName(c->epilogue) + ")";
+    std::string conv = dnn + (c->channelsLast ? " conv2d NHWC" : " conv2d");
+    return c->epilogue == ConvEpilogue::None ? conv + " (no epilogue)" : conv + " (" + epilogueName(c->epilogue) + ")";
   }
   return "generated kernel: " + std::get<GeneratedKernel>(call).reason;
 }

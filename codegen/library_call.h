@@ -43,7 +43,7 @@ enum class ConvEpilogue { None, Bias, BiasRelu };
 // Which cuDNN convolution: y = conv2d(x, w) or one of its two gradients (the backward ops).
 enum class ConvDirection { Forward, BackwardData, BackwardFilter };
 
-// y = conv2d(x, w) (+ bias[o]) (then relu), NCHW, as ONNX Conv with symmetric pads; or, for the
+// y = conv2d(x, w) (+ bias[o]) (then relu), NCHW (or NHWC), as ONNX Conv with symmetric pads; or, for the
 // backward ops, dx from (dy, w) or dw from (x, dy) of that convolution (no epilogue).
 struct ConvCall {
   ConvDirection direction = ConvDirection::Forward;
@@ -56,6 +56,9 @@ struct ConvCall {
   // BackwardData: dy, weights -> output (dx). BackwardFilter: x, dy -> output (dw).
   int x = -1, weights = -1, dy = -1, bias = -1, output = -1;
   ConvEpilogue epilogue = ConvEpilogue::None;
+  // conv2d {layout = "nhwc"}: x and y are stored [n,h,w,c] and [n,outH,outW,o] (forward only;
+  // the channels-last pass writes it on the CPU, where oneDNN's kernels take this layout directly).
+  bool channelsLast = false;
 
   bool operator==(const ConvCall&) const = default;
 };

@@ -130,11 +130,26 @@ KILN_GRAD_RULE(pad) {
   return std::vector<Value*>{g};
 }
 // dx = conv2d_backward_data(dy, w), dw = conv2d_backward_filter(x, dy), same window attributes
+// (the backward ops are channels-first: a channels-last conv2d's x and dy are transposed to them
+// and dx back).
 KILN_GRAD_RULE(conv2d) {
   Value* x = op.operand(0);
   Value* w = op.operand(1);
-  Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dys[0], w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
-  Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dys[0]}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
+  Value* dy = dys[0];
+  bool last = isChannelsLast(op);
+  auto permuted = [&](Value* v, const std::vector<int64_t>& perm) {
+    return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(perm)}});
+  };
+  if (last) x = permuted(x, kChannelsFirst), dy = permuted(dy, kChannelsFirst);
+  AttrList window;
+  for (const auto& [name, value] : op.attrs())
+    if (name != "layout") window.emplace_back(name, value);
+  AttrList data = window, filter = window;
+  data.emplace_back("input_shape", Attr::ints(x->type().shape));
+  filter.emplace_back("filter_shape", Attr::ints(w->type().shape));
+  Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dy, w}, data);
+  Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dy}, filter);
+  if (last) dx = permuted(dx, kChannelsLast);
   return std::vector<Value*>{dx, dw};
 }
 // Each window's dy goes to the window's first maximal element.

@@ -305,9 +305,8 @@ Expected<Types> pad(const Op& op, const Types*) {
   return Types{{t.dtype, out}};
 }
 
-Expected<TensorType> conv2dType(const Op& op, const TensorType& x, const TensorType& w) {
-  KILN_TRY(checkDType(x, DTypeSet::Float, "input"));
-  KILN_TRY(sameDType({x, w}));
+namespace {
+Expected<TensorType> channelsFirstConv2dType(const Op& op, const TensorType& x, const TensorType& w) {
   if (x.rank() != 4) return Error("input must be [N,C,H,W], got " + x.str());
   if (w.rank() != 4) return Error("weights must be [O,C/groups,kh,kw], got " + w.str());
   auto strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
@@ -330,6 +329,21 @@ Expected<TensorType> conv2dType(const Op& op, const TensorType& x, const TensorT
   int64_t wd = windowOutputSize(x.shape[3], w.shape[3], strides[1], pads[1], pads[3], dil[1]);
   if (h <= 0 || wd <= 0) return Error("kernel " + w.str() + " is larger than the padded input " + x.str());
   return TensorType{x.dtype, {x.shape[0], w.shape[0], h, wd}};
+}
+}  // namespace
+
+Expected<TensorType> conv2dType(const Op& op, const TensorType& x, const TensorType& w) {
+  KILN_TRY(checkDType(x, DTypeSet::Float, "input"));
+  KILN_TRY(sameDType({x, w}));
+  const Attr* layout = op.findAttr("layout");
+  if (!layout || layout->getString() == "nchw") return channelsFirstConv2dType(op, x, w);
+  if (layout->getString() != "nhwc")
+    return Error("layout must be \"nchw\" or \"nhwc\", got \"" + layout->getString() + "\"");
+  // Channels-last: the same convolution of x's channels-first view, its result channels-last.
+  if (x.rank() != 4) return Error("input must be [N,H,W,C] (layout = \"nhwc\"), got " + x.str());
+  auto t = channelsFirstConv2dType(op, TensorType{x.dtype, permuteShape(x.shape, kChannelsFirst)}, w);
+  if (!t) return Error(t.error().message() + " (layout = \"nhwc\": the input " + x.str() + " read as [N,C,H,W])");
+  return TensorType{t->dtype, permuteShape(t->shape, kChannelsLast)};
 }
 
 Expected<Types> conv2d(const Op& op, const Types*) {

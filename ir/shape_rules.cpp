@@ -116,6 +116,17 @@ bool isMatrixTranspose(const Op& op) {
   return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
 }
 
+bool isChannelsLast(const Op& conv) {
+  const Attr* layout = conv.findAttr("layout");
+  return layout && layout->getString() == "nhwc";
+}
+
+Shape permuteShape(const Shape& shape, const std::vector<int64_t>& perm) {
+  Shape out;
+  for (int64_t axis : perm) out.push_back(shape[static_cast<size_t>(axis)]);
+  return out;
+}
+
 Expected<Shape> matmulShape(const Shape& a, const Shape& b) {
   if (a.empty() || b.empty()) return Error("operands must have rank >= 1, got " + shapeStr(a) + " and " + shapeStr(b));
   Shape a2 = a.size() == 1 ? Shape{1, a[0]} : a;

@@ -39,6 +39,16 @@ Expected<std::vector<SliceAxis>> resolveSlice(const Shape& shape, const std::vec
 class Op;
 bool isMatrixTranspose(const Op& op);
 
+// conv2d's `layout`: "nhwc" holds x and y channels-last ([N,H,W,C] and [N,OH,OW,O]), the weights
+// staying [O,C/groups,kh,kw]; "nchw" (the default) is ONNX's.
+bool isChannelsLast(const Op& conv);
+// The permutations between the two layouts: kChannelsLast takes [N,C,H,W] to [N,H,W,C]
+// (transpose's perm: result axis i is operand axis perm[i]), kChannelsFirst takes it back.
+inline const std::vector<int64_t> kChannelsLast{0, 2, 3, 1};
+inline const std::vector<int64_t> kChannelsFirst{0, 3, 1, 2};
+// `shape` permuted by `perm` as transpose permutes it.
+Shape permuteShape(const Shape& shape, const std::vector<int64_t>& perm);
+
 // NumPy matmul shapes: 1-D promotion and broadcast batch dims. Returns the result shape.
 Expected<Shape> matmulShape(const Shape& a, const Shape& b);
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "ir/constant_data.h"
+#include "ir/shape_rules.h"
 
 namespace kiln::passes {
 
@@ -116,6 +117,7 @@ bool isLibraryBias(const Op& hero, const Value& bias) {
   }
   if (hero.kind() != OpKind::Conv2d || s.size() > 4 || result.size() != 4) return false;
   s.insert(s.begin(), 4 - s.size(), 1);
+  if (isChannelsLast(hero)) return s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == result[3];
   return s[0] == 1 && s[2] == 1 && s[3] == 1 && s[1] == result[1];
 }
 

@@ -23,7 +23,7 @@ Activation classifyActivation(const std::vector<const Op*>& ops, const Value* x)
 // Whether `bias`, added to the result of `hero`, is a bias cuBLASLt, cuDNN and oneDNN add on the
 // way out: one value per output column of a matmul (the last dim of its result, every other dim
 // 1; a single value where the result has one column), one per output channel of a conv2d
-// ([o,1,1] or [1,o,1,1] against [n,o,h,w]).
+// ([o,1,1] or [1,o,1,1] against [n,o,h,w]; [o] or [1,1,1,o] against a channels-last [n,h,w,o]).
 bool isLibraryBias(const Op& hero, const Value& bias);
 
 // Why the elementwise ops after a matmul or conv2d (`epilogue`: every op of the group downstream

@@ -1,9 +1,9 @@
 // OnednnCall: a MatmulCall or ConvCall as a oneDNN primitive plus the list of its arguments, each
 // a memory descriptor and the kernel buffer it wraps. Row-major matmuls: A is [batch?,m,k], B
 // [batch?,k,n], C [batch?,m,n] with MatmulCall's strides (a batch stride of 0 is a broadcast
-// operand: a batch dim of 1), the bias [1,(1,)n]. Convolutions in kiln's layouts: NCHW
-// activations, OIHW weights (GOIHW with groups), the bias [o]; oneDNN picks its own algorithm for
-// plain layouts (reordering to its blocked ones per call is a measured next step).
+// operand: a batch dim of 1), the bias [1,(1,)n]. Convolutions in kiln's layouts: NCHW (or, for a
+// channels-last conv2d, NHWC) activations, OIHW weights (GOIHW with groups), the bias [o]; oneDNN
+// runs them in the layouts it picks, with reorders where those differ (OnednnCall::conv).
 #include "runtime/onednn.h"
 
 #include <fmt/format.h>
@@ -294,13 +294,16 @@ struct OnednnCall::State {
     return addPrimitive(&desc, PostOps(activation), std::move(args));
   }
 
-  // Convolutions are described with "any" layouts, so oneDNN picks its blocked ones (nChw16c on
-  // AVX-512), and reorders convert kiln's NCHW/OIHW around the call: measured 2x faster than
-  // oneDNN's kernels for plain layouts, reorders included.
+  // Convolutions are described with "any" layouts, so oneDNN picks its own (NHWC for its brgemm
+  // kernels on AVX-512, nChw16c for others), and reorders convert kiln's layouts around the call
+  // where they differ: measured 2x faster than oneDNN's kernels for plain NCHW, reorders
+  // included. A channels-last conv2d (the channels-last pass) holds x and y as NHWC, which
+  // oneDNN's choice then matches without a reorder.
   Status conv(const codegen::ConvCall& call) {
     if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 convolutions only");
-    dnnl_memory_desc_t x = plainDesc({call.n, call.c, call.h, call.w}, dnnl_nchw);
-    dnnl_memory_desc_t y = plainDesc({call.n, call.o, call.outH, call.outW}, dnnl_nchw);
+    dnnl_format_tag_t activations = call.channelsLast ? dnnl_nhwc : dnnl_nchw;
+    dnnl_memory_desc_t x = plainDesc({call.n, call.c, call.h, call.w}, activations);
+    dnnl_memory_desc_t y = plainDesc({call.n, call.o, call.outH, call.outW}, activations);
     std::vector<int64_t> wDims = call.groups == 1 ? std::vector<int64_t>{call.o, call.c, call.kh, call.kw}
                                                   : std::vector<int64_t>{call.groups, call.o / call.groups,
                                                                          call.c / call.groups, call.kh, call.kw};

@@ -92,11 +92,26 @@ void forEachConvTerm(const Op& op, const Shape& xs, const Shape& ws, const Shape
         }
 }
 
+namespace {
+// Element `i` of a channels-first [N,C,H,W] tensor's layout, in the channels-last one's.
+int64_t channelsLastIndex(int64_t i, const Shape& nchw) {
+  int64_t w = i % nchw[3], h = i / nchw[3] % nchw[2], c = i / (nchw[3] * nchw[2]) % nchw[1];
+  int64_t n = i / (nchw[3] * nchw[2] * nchw[1]);
+  return ((n * nchw[2] + h) * nchw[3] + w) * nchw[1] + c;
+}
+}  // namespace
+
 Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
   Tensor out(op.result()->type());
   std::vector<double> xv = toDoubles(x), wv = toDoubles(w), sums(static_cast<size_t>(out.numElements()), 0.0);
-  forEachConvTerm(op, x.shape(), w.shape(), out.shape(),
-                  [&](int64_t y, int64_t xi, int64_t wi) { sums[y] += xv[xi] * wv[wi]; });
+  // Channels-last: the same terms over the channels-first views, their indices moved.
+  bool last = isChannelsLast(op);
+  Shape xs = last ? permuteShape(x.shape(), kChannelsFirst) : x.shape();
+  Shape ys = last ? permuteShape(out.shape(), kChannelsFirst) : out.shape();
+  forEachConvTerm(op, xs, w.shape(), ys, [&](int64_t y, int64_t xi, int64_t wi) {
+    if (last) y = channelsLastIndex(y, ys), xi = channelsLastIndex(xi, xs);
+    sums[y] += xv[xi] * wv[wi];
+  });
   for (size_t i = 0; i < sums.size(); ++i) out.setDouble(static_cast<int64_t>(i), sums[i]);
   return out;
 }

@@ -303,6 +303,20 @@ def op_conv2d(rng):
     return dict(x=x, w=w, dw=dw), [y, depthwise]
 
 
+@model("op_conv2d_nhwc")
+def op_conv2d_nhwc(rng):
+    """conv2d {layout = "nhwc"}: the channels-first convolution of x's channels-first view, its
+    result channels-last."""
+    x = f32(rng.normal(size=(2, 9, 10, 4)))
+    w = f32(rng.normal(size=(6, 2, 3, 3)))
+    dw = f32(rng.normal(size=(4, 1, 3, 3)))
+    b = f32(rng.normal(size=(6,)))
+    nchw = f64(x).transpose(0, 3, 1, 2)
+    y = conv2d(nchw, f64(w), strides=(2, 1), pads=(1, 2, 1, 2), dilations=(1, 2), groups=2).transpose(0, 2, 3, 1)
+    depthwise = conv2d(nchw, f64(dw), strides=(2, 2), pads=(1, 1, 1, 1), groups=4).transpose(0, 2, 3, 1)
+    return dict(x=x, w=w, dw=dw, b=b), [np.maximum(y + f64(b), 0), depthwise]
+
+
 @model("op_pool")
 def op_pool(rng):
     x = f32(rng.normal(size=(2, 3, 7, 8)))
