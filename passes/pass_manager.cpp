@@ -10,6 +10,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/canonicalize.h"
+#include "passes/channels_last.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/fold_conv_affine.h"
@@ -37,6 +38,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"fold-conv-affine",
        "fold per-channel scales and shifts after a constant-weight conv2d (inference batch norm) into its weights and a bias",
        foldConvAffine},
+      {"channels-last",
+       "run a CNN's f32 convolutions, and the elementwise ops between them, on NHWC values (CPU pipeline only)",
+       convertToChannelsLast},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
       {"split-reductions",
        "split reductions that would leave a GPU idle (full, few long rows, columns) into stages (GPU pipeline only)",
@@ -66,8 +70,9 @@ const std::vector<std::string>& defaultPipeline(bool forGpu) {
   // Simplify, expose primitives, batch maps, clean up, (on a GPU, cut reductions that would leave
   // it idle into stages,) group what is left into kernels, let kernels equal but for a constant
   // share one compile, then start each collective as early as its inputs allow.
-  static const std::vector<std::string> host = {"canonicalize", "decompose", "vectorize",     "cse",
-                                                "fold-conv-affine", "dce",   "fusion", "share-kernels",
+  static const std::vector<std::string> host = {"canonicalize", "decompose",     "vectorize",
+                                                "cse",          "fold-conv-affine", "dce",
+                                                "channels-last", "fusion",        "share-kernels",
                                                 "schedule-collectives"};
   static const std::vector<std::string> gpu = {"canonicalize", "decompose", "vectorize", "cse", "fold-conv-affine", "dce",
                                                "split-reductions", "fusion", "share-kernels", "schedule-collectives"};
