@@ -187,6 +187,17 @@ std::string judgeGroup(const std::vector<const Op*>& ops, FusionKind& kind) {
     if (std::string why = judgeSingleHero(ops, group, *libraries[0], true); !why.empty()) return why;
   } else if (auto rows = analyzeRows(ops)) {
     kind = FusionKind::Row;
+    // A row kernel stores full values per element and row values once per row (what
+    // codegen/kernel_plan.cpp lays out as rows); a value of any other shape read outside, say an
+    // attention mask [1,1,1,n] computed beside the scores, would leave it a loop kernel that
+    // recomputes every row's reductions for each element.
+    for (const Op* op : ops)
+      for (const Value* v : op->results()) {
+        bool readOutside = std::any_of(v->uses().begin(), v->uses().end(), [&](const Use& u) { return !group.contains(u.user); });
+        if (readOutside && v->type().shape != rows->shape.full() && !isRowShape(v->type().shape, rows->shape))
+          return "a row kernel stores whole rows and per-row values, and " + std::string(op->name()) + "'s " +
+                 v->type().str() + " is neither";
+      }
     for (const Op* op : rows->rowOps) cachedPerRow.insert(op->result());
   } else if (reductions.size() == 1) {
     kind = FusionKind::Reduce;
