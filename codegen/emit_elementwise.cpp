@@ -191,6 +191,31 @@ bool isComparison(OpKind k) {
          k == OpKind::Ge;
 }
 
+// The exponent of a float pow when it is a constant 2, 3 or 4 (every element), else 0.
+int smallIntegerExponent(const Value* exponent) {
+  const Op* def = exponent->definingOp();
+  if (!def || def->kind() != OpKind::Constant) return 0;
+  const Tensor& t = def->findAttr("value")->getDense();
+  if (t.numElements() == 0) return 0;
+  double n = t.getDouble(0);
+  for (int64_t i = 1; i < t.numElements(); ++i)
+    if (t.getDouble(i) != n) return 0;
+  return n == 2 || n == 3 || n == 4 ? static_cast<int>(n) : 0;
+}
+
+// x^n for n = 2, 3, 4 as products in double rounded once to x's type: x^2 is exact in double and
+// x^3, x^4 round once, so f32/f16/bf16 results are the interpreter's (std::pow in double, then
+// rounded), special values included. libm's vector powf takes a scalar path for every negative
+// x (GPT-2's tanh-gelu cubes its activations: 10 ns an element). f64 keeps pow but for x^2.
+llvm::Value* smallPower(ElementEmitter& e, llvm::Value* x, int n, DType t) {
+  auto& b = e.b;
+  if (t == DType::F64 && n != 2) return nullptr;
+  llvm::Value* d = e.toDouble(x);
+  llvm::Value* square = b.CreateFMul(d, d);
+  llvm::Value* power = n == 2 ? square : n == 3 ? b.CreateFMul(square, d) : b.CreateFMul(square, square);
+  return e.fromDouble(power, t);
+}
+
 llvm::Value* binary(ElementEmitter& e, const Op& op, const Index& index) {
   auto& b = e.b;
   const Shape& out = op.result()->type().shape;
@@ -206,6 +231,8 @@ llvm::Value* binary(ElementEmitter& e, const Op& op, const Index& index) {
   }
   if (isComparison(op.kind())) return compare(e, op.kind(), x, y, t);
   if (isInt(t)) return binaryInt(e, op, x, y);
+  if (int n = op.kind() == OpKind::Pow ? smallIntegerExponent(c) : 0)
+    if (llvm::Value* power = smallPower(e, x, n, t)) return power;
   return binaryFloat(e, op.kind(), x, y);
 }
 
