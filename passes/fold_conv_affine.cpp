@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/interp/interpreter.h"
+#include "ir/shape_rules.h"
 #include "passes/rewrite.h"
 
 namespace kiln::passes {
@@ -109,13 +110,31 @@ bool extend(Affine& affine, const Op& user, const Value* current, ConstantExpres
   return true;
 }
 
+// folded[o, ...] = weights[o, ...] * a[o], computed in double and rounded once (a model's weights
+// are millions of elements: typed loops, not Tensor's per-element dtype dispatch). False when a
+// finite weight becomes infinite.
+template <class T>
+bool scaleWeights(const Tensor& weights, const std::vector<double>& a, Tensor& folded) {
+  const T* in = static_cast<const T*>(weights.data());
+  T* out = static_cast<T*>(folded.data());
+  const size_t perChannel = static_cast<size_t>(weights.numElements()) / a.size();
+  for (size_t o = 0, i = 0; o < a.size(); ++o)
+    for (size_t k = 0; k < perChannel; ++k, ++i) {
+      out[i] = static_cast<T>(static_cast<double>(in[i]) * a[o]);
+      if (std::isinf(out[i]) && std::isfinite(in[i])) return false;
+    }
+  return true;
+}
+
 // Folds the chain after `conv` if there is one worth folding; true if it did.
 bool foldAfter(Op& conv, ConstantExpressions& constants) {
   const TensorType& type = conv.result()->type();
-  if (type.dtype != DType::F32 && type.dtype != DType::F64) return false;
+  // (Channels-first only: it runs before the channels-last pass, which writes the other layout.)
+  if ((type.dtype != DType::F32 && type.dtype != DType::F64) || isChannelsLast(conv)) return false;
   const Tensor* weights = constants.value(conv.operand(1));
   if (!weights) return false;
   const int64_t channels = type.shape[1];
+  if (channels == 0 || weights->numElements() == 0) return false;
   Affine affine{std::vector<double>(static_cast<size_t>(channels), 1.0),
                 std::vector<double>(static_cast<size_t>(channels), 0.0)};
   Value* current = conv.result();
@@ -129,12 +148,9 @@ bool foldAfter(Op& conv, ConstantExpressions& constants) {
   if (!last || (!affine.scales && affine.ops == 1)) return false;
 
   Tensor folded = Tensor::uninitialized(weights->type());
-  const int64_t perChannelWeights = weights->numElements() / channels;
-  for (int64_t i = 0; i < weights->numElements(); ++i) {
-    double w = weights->getDouble(i) * affine.a[static_cast<size_t>(i / perChannelWeights)];
-    folded.setDouble(i, w);
-    if (!std::isfinite(folded.getDouble(i)) && std::isfinite(weights->getDouble(i))) return false;
-  }
+  bool overflows = type.dtype == DType::F32 ? !scaleWeights<float>(*weights, affine.a, folded)
+                                            : !scaleWeights<double>(*weights, affine.a, folded);
+  if (overflows) return false;
   Tensor bias = Tensor::uninitialized(TensorType{type.dtype, {channels, 1, 1}});
   for (int64_t o = 0; o < channels; ++o) {
     bias.setDouble(o, affine.b[static_cast<size_t>(o)]);
