@@ -45,8 +45,10 @@ class Converter {
       if (isEligibleConv(*op)) convertConv(*op);
       else if (!carryThroughElementwise(*op) && !carryThroughReduction(*op)) readChannelsFirst(*op);
     }
-    // What still reads a converted value (an op in a nested region) reads it transposed back.
-    for (Op* op : converted_) {
+    // What still reads a converted value (an op in a nested region) reads it transposed back
+    // (in program order, so the IR printed is the same on every run).
+    for (Op* op : ops) {
+      if (!converted_.count(op)) continue;
       std::vector<Use> uses = op->result()->uses();
       for (const Use& use : uses)
         if (!converted_.count(use.user)) use.user->setOperand(use.index, channelsFirst(op->result()));
