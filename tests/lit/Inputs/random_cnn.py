@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Random small CNN programs for differential tests of the CPU pipeline's layout rewrites
+(fold-conv-affine, channels-last): convolutions of random strides, pads (some asymmetric, which
+oneDNN does not take) and groups; elementwise ops; broadcast operands of every shape a CNN uses
+([c,1,1], [1,c,1,1], [n,c,1,1], [1,1,h,w], [w], scalars, [1,c,h,1], [h,1]) on either side;
+residual adds; reductions over any axes with and without kept dims; max pools.
+
+  random_cnn.py check FIRST LAST DIR
+
+writes the program of each seed in [FIRST, LAST] to DIR, runs it with `kiln run` ($KILN, else on PATH) on
+the cpu backend and on the interpreter with the seed's random inputs, and compares the results
+as numpy_reference.py's `same` does (the dtype's tolerance, NaN where NaN). Prints one line per
+seed ("seed S: same" or what differs) and exits 1 if any differs or fails.
+"""
+import os
+import random
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy_reference  # noqa: E402
+
+def gen(seed):
+    """The kiln text of seed's program, or None when it computed nothing to return."""
+    rnd = random.Random(seed)
+    N, C, H, W = rnd.choice([1,2]), rnd.choice([2,3,4]), rnd.choice([5,6,8]), rnd.choice([5,7,8])
+    params = [f"%x: f32[{N},{C},{H},{W}]"]
+    lines = []
+    vals = [("x", (N, C, H, W))]
+    cnt = [0]
+    def new(prefix="v"):
+        cnt[0] += 1
+        return f"{prefix}{cnt[0]}"
+    def four():
+        c = [v for v in vals if len(v[1]) == 4]
+        return rnd.choice(c)
+    for step in range(rnd.randint(4, 9)):
+        kind = rnd.choice(["conv", "conv", "conv", "ew", "ew", "bcast", "reduce", "pool", "add2"])
+        name, (n, c, h, w) = four()
+        if kind == "conv":
+            o = rnd.choice([2, 3, 4, 6])
+            groups = rnd.choice([1, 1, c]) if c > 1 else 1
+            if o % groups: groups = 1
+            k = rnd.choice([1, 3])
+            pad = rnd.choice([[0,0,0,0],[1,1,1,1],[0,1,1,0]]) if k == 3 else [0,0,0,0]
+            st = rnd.choice([1, 1, 2])
+            oh = (h + pad[0] + pad[2] - k) // st + 1; ow = (w + pad[1] + pad[3] - k) // st + 1
+            if oh < 1 or ow < 1: continue
+            wn = new("w"); params.append(f"%{wn}: f32[{o},{c//groups},{k},{k}]")
+            v = new(); lines.append(f"  %{v} = conv2d %{name}, %{wn} {{strides = [{st}, {st}], pads = {pad}, groups = {groups}}}")
+            vals.append((v, (n, o, oh, ow)))
+        elif kind == "ew":
+            v = new(); op = rnd.choice(["relu", "tanh", "neg", "sigmoid"])
+            lines.append(f"  %{v} = {op} %{name}"); vals.append((v, (n, c, h, w)))
+        elif kind == "bcast":
+            shape = rnd.choice([(c,1,1), (1,c,1,1), (n,c,1,1), (1,1,h,w), (w,), (), (1,c,h,1), (h,1)])
+            bn = new("b"); params.append(f"%{bn}: f32[{','.join(map(str, shape))}]")
+            v = new(); op = rnd.choice(["add", "mul", "sub", "max"])
+            a, b = (f"%{name}", f"%{bn}") if rnd.random() < 0.7 else (f"%{bn}", f"%{name}")
+            lines.append(f"  %{v} = {op} {a}, {b}"); vals.append((v, (n, c, h, w)))
+        elif kind == "add2":
+            same = [v for v in vals if v[1] == (n, c, h, w) and v[0] != name]
+            if not same: continue
+            other = rnd.choice(same)[0]
+            v = new(); lines.append(f"  %{v} = add %{name}, %{other}"); vals.append((v, (n, c, h, w)))
+        elif kind == "reduce":
+            axes = rnd.choice([[2, 3], [1], [3], [1, 2], [0, 2, 3], [2]])
+            keep = rnd.choice([True, False])
+            v = new(); op = rnd.choice(["reduce_mean", "reduce_sum", "reduce_max"])
+            lines.append(f"  %{v} = {op} %{name} {{axes = {axes}, keepdims = {'true' if keep else 'false'}}}")
+            shape = tuple((1 if i in axes else d) for i, d in enumerate((n, c, h, w)) if keep or i not in axes)
+            vals.append((v, shape))
+        elif kind == "pool":
+            if h < 2 or w < 2: continue
+            v = new(); lines.append(f"  %{v} = max_pool2d %{name} {{kernel = [2, 2]}}")
+            vals.append((v, (n, c, h // 2, w // 2)))
+    outs = rnd.sample(vals[1:], min(3, len(vals) - 1)) if len(vals) > 1 else []
+    if not outs: return None
+    ty = lambda s: f"f32[{','.join(map(str, s))}]"
+    text = f"func @main({', '.join(params)}) -> ({', '.join(ty(s) for _, s in outs)}) {{\n" + "\n".join(lines) + \
+           f"\n  return {', '.join('%' + v for v, _ in outs)}\n}}\n"
+    return text
+
+
+def check(first, last, out_dir):
+    failed = 0
+    for seed in range(first, last + 1):
+        text = gen(seed)
+        if text is None:
+            continue
+        path = os.path.join(out_dir, f"cnn_{seed}.kiln")
+        with open(path, "w") as f:
+            f.write(text)
+        outs = {}
+        for backend in ("cpu", "interp"):
+            outs[backend] = os.path.join(out_dir, f"cnn_{seed}_{backend}")
+            run = subprocess.run([os.environ.get("KILN", "kiln"), "run", path, "--backend", backend, "--seed", str(seed), "--out", outs[backend]],
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"seed {seed}: kiln run --backend {backend} FAILED: {run.stderr.strip()}")
+                failed += 1
+                break
+        else:
+            with open(os.devnull, "w") as quiet:
+                stdout, sys.stdout = sys.stdout, quiet
+                try:
+                    differs = numpy_reference.same(outs["cpu"], outs["interp"])
+                finally:
+                    sys.stdout = stdout
+            print(f"seed {seed}: " + ("DIFFERS (numpy_reference.py same " + outs["cpu"] + " " + outs["interp"] + ")" if differs else "same"))
+            failed += bool(differs)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5 or sys.argv[1] != "check":
+        sys.exit(__doc__)
+    sys.exit(check(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]))
