@@ -196,10 +196,8 @@ int smallIntegerExponent(const Value* exponent) {
   const Op* def = exponent->definingOp();
   if (!def || def->kind() != OpKind::Constant) return 0;
   const Tensor& t = def->findAttr("value")->getDense();
-  if (t.numElements() == 0) return 0;
+  if (t.numElements() == 0 || !isSplat(t)) return 0;
   double n = t.getDouble(0);
-  for (int64_t i = 1; i < t.numElements(); ++i)
-    if (t.getDouble(i) != n) return 0;
   return n == 2 || n == 3 || n == 4 ? static_cast<int>(n) : 0;
 }
 

@@ -22,9 +22,12 @@ Value* transposeLastTwo(Context& ctx, Value* v) {
   return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(swapLastTwo(v->type().rank()))}});
 }
 
-// The forward op's attributes plus one more (a backward op's input or filter shape).
+// The forward op's window attributes plus one more (a backward op's input or filter shape). The
+// backward ops are channels-first: a conv2d's layout is not theirs (its rule transposes instead).
 AttrList withAttr(const Op& op, std::string name, Attr value) {
-  AttrList attrs = op.attrs();
+  AttrList attrs;
+  for (const auto& [key, attr] : op.attrs())
+    if (key != "layout") attrs.emplace_back(key, attr);
   attrs.emplace_back(std::move(name), std::move(value));
   return attrs;
 }
@@ -141,14 +144,8 @@ KILN_GRAD_RULE(conv2d) {
     return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(perm)}});
   };
   if (last) x = permuted(x, kChannelsFirst), dy = permuted(dy, kChannelsFirst);
-  AttrList window;
-  for (const auto& [name, value] : op.attrs())
-    if (name != "layout") window.emplace_back(name, value);
-  AttrList data = window, filter = window;
-  data.emplace_back("input_shape", Attr::ints(x->type().shape));
-  filter.emplace_back("filter_shape", Attr::ints(w->type().shape));
-  Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dy, w}, data);
-  Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dy}, filter);
+  Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dy, w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
+  Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dy}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
   if (last) dx = permuted(dx, kChannelsLast);
   return std::vector<Value*>{dx, dw};
 }

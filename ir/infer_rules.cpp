@@ -234,9 +234,7 @@ Expected<Types> transpose(const Op& op, const Types*) {
   std::iota(identity.begin(), identity.end(), 0);
   if (sorted != identity)
     return Error("perm " + Attr::ints(perm).str() + " is not a permutation of the " + str(t.rank()) + " axes of " + t.str());
-  Shape out;
-  for (int64_t p : perm) out.push_back(t.shape[p]);
-  return Types{{t.dtype, out}};
+  return Types{{t.dtype, permuteShape(t.shape, perm)}};
 }
 
 Expected<Types> broadcastTo(const Op& op, const Types*) {

@@ -13,9 +13,6 @@ namespace kiln::passes {
 
 namespace {
 
-// Where each channels-first axis sits channels-last: n 0, c 3, h 1, w 2.
-constexpr int64_t kChannelsLastPosition[] = {0, 3, 1, 2};
-
 // A broadcast operand is transposed alongside a channels-last value when it is at most this
 // fraction of the result: a bias or a per-image scale, not a second full-size tensor (which
 // would cost a transpose kernel of its own where the NCHW value costs one).
@@ -115,13 +112,15 @@ class Converter {
   bool carryThroughReduction(Op& op) {
     if (op.info().batch != BatchRule::Reduce || !op.findAttr("axes") || !twin(op.operand(0))) return false;
     std::vector<int64_t> axes;
-    for (int64_t a : op.intsAttr("axes")) axes.push_back(kChannelsLastPosition[*normalizeAxis(a, 4)]);
+    // Where channels-first axis a sits channels-last is kChannelsFirst[a] (n 0, c 3, h 1, w 2):
+    // the inverse of kChannelsLast.
+    for (int64_t a : op.intsAttr("axes")) axes.push_back(kChannelsFirst[static_cast<size_t>(*normalizeAxis(a, 4))]);
     std::sort(axes.begin(), axes.end());
     bool keepdims = op.attr("keepdims").getBool();
     if (!keepdims) {
       std::vector<int64_t> kept;
       for (int64_t a = 0; a < 4; ++a)
-        if (std::find(axes.begin(), axes.end(), kChannelsLastPosition[a]) == axes.end()) kept.push_back(kChannelsLastPosition[a]);
+        if (std::find(axes.begin(), axes.end(), kChannelsFirst[a]) == axes.end()) kept.push_back(kChannelsFirst[a]);
       if (!std::is_sorted(kept.begin(), kept.end())) return false;
     }
     AttrList attrs = op.attrs();

@@ -92,24 +92,20 @@ void forEachConvTerm(const Op& op, const Shape& xs, const Shape& ws, const Shape
         }
 }
 
-namespace {
-// Element `i` of a channels-first [N,C,H,W] tensor's layout, in the channels-last one's.
-int64_t channelsLastIndex(int64_t i, const Shape& nchw) {
-  int64_t w = i % nchw[3], h = i / nchw[3] % nchw[2], c = i / (nchw[3] * nchw[2]) % nchw[1];
-  int64_t n = i / (nchw[3] * nchw[2] * nchw[1]);
-  return ((n * nchw[2] + h) * nchw[3] + w) * nchw[1] + c;
-}
-}  // namespace
-
 Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
   Tensor out(op.result()->type());
   std::vector<double> xv = toDoubles(x), wv = toDoubles(w), sums(static_cast<size_t>(out.numElements()), 0.0);
-  // Channels-last: the same terms over the channels-first views, their indices moved.
+  // Channels-last: the same terms over the channels-first views, their indices moved to where
+  // each [n,c,h,w] element is stored ([n,h,w,c]'s strides in n,c,h,w order).
   bool last = isChannelsLast(op);
   Shape xs = last ? permuteShape(x.shape(), kChannelsFirst) : x.shape();
   Shape ys = last ? permuteShape(out.shape(), kChannelsFirst) : out.shape();
+  auto stored = [&](const Shape& s) {
+    return last ? stridedIndices(s, {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]}) : std::vector<int64_t>{};
+  };
+  std::vector<int64_t> xAt = stored(xs), yAt = stored(ys);
   forEachConvTerm(op, xs, w.shape(), ys, [&](int64_t y, int64_t xi, int64_t wi) {
-    if (last) y = channelsLastIndex(y, ys), xi = channelsLastIndex(xi, xs);
+    if (last) y = yAt[static_cast<size_t>(y)], xi = xAt[static_cast<size_t>(xi)];
     sums[y] += xv[xi] * wv[wi];
   });
   for (size_t i = 0; i < sums.size(); ++i) out.setDouble(static_cast<int64_t>(i), sums[i]);
