@@ -281,11 +281,20 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
   std::string o = std::to_string(call.o);
   Epilogue e = splitEpilogue(group, hero, "a per-channel bias " + (channelsLast ? "[" + o + "]" : "[1," + o + ",1,1]"), lib);
   if (!e.reason.empty()) return GeneratedKernel{e.reason};
-  if (e.hasActivation && e.activation != Activation::Relu)
-    return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not relu, the one activation " + lib + " fuses"};
-  if (e.hasActivation && !e.bias) return GeneratedKernel{"relu without a bias add: " + lib + " fuses relu only after a bias"};
+  bool onednn = lib == "oneDNN";
+  bool fused = e.activation == Activation::Relu || (onednn && e.activation == Activation::Relu6);
+  if (e.hasActivation && !fused)
+    return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not " +
+                           (onednn ? "relu or relu6, the activations kiln has oneDNN fuse" : "relu, the one activation " + lib + " fuses")};
+  if (e.hasActivation && !e.bias) {
+    std::string name = e.activation == Activation::Relu6 ? "relu6" : "relu";
+    return GeneratedKernel{name + " without a bias add: " + lib + " fuses " + name + " only after a bias"};
+  }
   call.bias = e.biasBuffer;
-  call.epilogue = !e.bias ? ConvEpilogue::None : e.hasActivation ? ConvEpilogue::BiasRelu : ConvEpilogue::Bias;
+  call.epilogue = !e.bias ? ConvEpilogue::None
+                  : !e.hasActivation ? ConvEpilogue::Bias
+                  : e.activation == Activation::Relu6 ? ConvEpilogue::BiasRelu6
+                                                      : ConvEpilogue::BiasRelu;
   if (call.dtype == DType::F64 && call.epilogue != ConvEpilogue::None)
     return GeneratedKernel{"f64 conv2d with an epilogue: kiln uses " + lib + "'s fused bias for f32, f16 and bf16 only"};
   return call;
@@ -349,6 +358,7 @@ const char* epilogueName(ConvEpilogue epilogue) {
     case ConvEpilogue::None: return "none";
     case ConvEpilogue::Bias: return "bias";
     case ConvEpilogue::BiasRelu: return "bias+relu";
+    case ConvEpilogue::BiasRelu6: return "bias+relu6";
   }
   return "none";
 }

@@ -36,9 +36,10 @@ struct MatmulCall {
   bool operator==(const MatmulCall&) const = default;
 };
 
-// What cuDNN applies after the convolution: cudnnConvolutionBiasActivationForward adds a
-// per-channel bias and then applies relu or nothing.
-enum class ConvEpilogue { None, Bias, BiasRelu };
+// What the library applies after the convolution: cudnnConvolutionBiasActivationForward adds a
+// per-channel bias and then applies relu or nothing; oneDNN's post-ops also relu6 (eltwise_clip
+// to [0, 6]), which kiln asks of oneDNN alone.
+enum class ConvEpilogue { None, Bias, BiasRelu, BiasRelu6 };
 
 // Which cuDNN convolution: y = conv2d(x, w) or one of its two gradients (the backward ops).
 enum class ConvDirection { Forward, BackwardData, BackwardFilter };

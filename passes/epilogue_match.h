@@ -12,7 +12,8 @@
 
 namespace kiln::passes {
 
-enum class Activation { Relu, GeluTanh, GeluErf, Other };
+// Relu6 is min(max(x, 0), 6), MobileNet's clip.
+enum class Activation { Relu, Relu6, GeluTanh, GeluErf, Other };
 
 // `ops` (program order) must compute an elementwise function of `x` alone: each op elementwise,
 // reading only `x`, results of earlier ops in `ops`, and scalar constants. Returns which activation
@@ -30,7 +31,9 @@ bool isLibraryBias(const Op& hero, const Value& bias);
 // of `hero`, in program order; `inGroup` says which ops the group holds) are not an epilogue the
 // libraries apply, or "" when they are: a bias add first (a bias read from a buffer, not computed
 // in the group but for reshapes), then an activation (relu or tanh-gelu after a matmul; relu
-// after a conv2d's bias), each optional, ending in the hero's own dtype (the library writes it);
+// after a conv2d's bias, and relu6 too after a channels-last conv2d's: oneDNN is the one library
+// that runs those, and it clips), each optional, ending in the hero's own dtype (the library
+// writes it);
 // f64 takes none, integers any (no library computes them; the generated kernel does). Anything
 // else would make the whole group a generated kernel, far slower than the library call followed
 // by a loop kernel for the rest.

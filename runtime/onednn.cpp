@@ -70,14 +70,16 @@ dnnl_memory_desc_t plainDesc(std::vector<int64_t> dims, dnnl_format_tag_t tag) {
   return md;
 }
 
-// Primitive attributes holding at most one eltwise post-op (relu or tanh-gelu).
+// Primitive attributes holding at most one eltwise post-op (relu, tanh-gelu, clip), with its
+// alpha and beta (clip's bounds).
 class PostOps {
  public:
-  explicit PostOps(dnnl_alg_kind_t activation = dnnl_alg_kind_undef) {
+  explicit PostOps(dnnl_alg_kind_t activation = dnnl_alg_kind_undef, float alpha = 0.0f, float beta = 0.0f) {
     status_ = check(dnnl_primitive_attr_create(&attr_), "dnnl_primitive_attr_create");
     if (!status_.ok() || activation == dnnl_alg_kind_undef) return;
     status_ = check(dnnl_post_ops_create(&ops_), "dnnl_post_ops_create");
-    if (status_.ok()) status_ = check(dnnl_post_ops_append_eltwise(ops_, 1.0f, activation, 0.0f, 0.0f), "dnnl_post_ops_append_eltwise");
+    if (status_.ok())
+      status_ = check(dnnl_post_ops_append_eltwise(ops_, 1.0f, activation, alpha, beta), "dnnl_post_ops_append_eltwise");
     if (status_.ok()) status_ = check(dnnl_primitive_attr_set_post_ops(attr_, ops_), "dnnl_primitive_attr_set_post_ops");
   }
   ~PostOps() {
@@ -94,6 +96,18 @@ class PostOps {
   dnnl_post_ops_t ops_ = nullptr;
   Status status_;
 };
+
+// The eltwise post-op of a convolution's epilogue (after its bias, which the primitive adds).
+PostOps convPostOps(codegen::ConvEpilogue epilogue) {
+  using E = codegen::ConvEpilogue;
+  switch (epilogue) {
+    case E::BiasRelu: return PostOps(dnnl_eltwise_relu);
+    case E::BiasRelu6: return PostOps(dnnl_eltwise_clip, 0.0f, 6.0f);
+    case E::None:
+    case E::Bias: break;
+  }
+  return PostOps();
+}
 
 // Runs `primitive` on `stream` with memory objects wrapping `data` as `descs` (one per argument
 // of `dnnlArgs`), and waits for it.
@@ -327,8 +341,7 @@ struct OnednnCall::State {
     if (call.direction == D::Forward) {
       std::vector<Arg> extra;
       if (hasBias) extra.push_back({DNNL_ARG_BIAS, bias, call.bias});
-      bool relu = call.epilogue == codegen::ConvEpilogue::BiasRelu;
-      return addWithLayouts(&forward, PostOps(relu ? dnnl_eltwise_relu : dnnl_alg_kind_undef),
+      return addWithLayouts(&forward, convPostOps(call.epilogue),
                             {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
                              {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
                              {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true}},

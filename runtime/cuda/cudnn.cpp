@@ -161,6 +161,8 @@ Status Cudnn::describe(Plan& p, const codegen::ConvCall& c, std::string_view ker
                                                                          : CUDNN_DEFAULT_MATH;
   KILN_CUDNN(cudnnSetConvolutionMathType, kernel, p.conv, math);
   if (c.epilogue == codegen::ConvEpilogue::None) return {};
+  if (c.epilogue == codegen::ConvEpilogue::BiasRelu6)
+    return Error(std::string(kernel) + ": cuDNN's fused convolution applies relu or nothing; kiln asks relu6 of oneDNN only");
   KILN_CUDNN(cudnnCreateTensorDescriptor, kernel, &p.bias);
   KILN_CUDNN(cudnnSetTensor4dDescriptor, kernel, p.bias, CUDNN_TENSOR_NCHW, type, 1, asInt(c.o), 1, 1);
   KILN_CUDNN(cudnnCreateActivationDescriptor, kernel, &p.activation);

@@ -311,10 +311,14 @@ def op_conv2d_nhwc(rng):
     w = f32(rng.normal(size=(6, 2, 3, 3)))
     dw = f32(rng.normal(size=(4, 1, 3, 3)))
     b = f32(rng.normal(size=(6,)))
+    db = f32(rng.normal(size=(4,)) * 4)  # shifts the depthwise results past 6 and below 0 both
     nchw = f64(x).transpose(0, 3, 1, 2)
     y = conv2d(nchw, f64(w), strides=(2, 1), pads=(1, 2, 1, 2), dilations=(1, 2), groups=2).transpose(0, 2, 3, 1)
     depthwise = conv2d(nchw, f64(dw), strides=(2, 2), pads=(1, 1, 1, 1), groups=4).transpose(0, 2, 3, 1)
-    return dict(x=x, w=w, dw=dw, b=b), [np.maximum(y + f64(b), 0), depthwise]
+    same = conv2d(nchw, f64(dw), strides=(1, 1), pads=(1, 1, 1, 1), groups=4).transpose(0, 2, 3, 1)
+    relu6 = np.minimum(np.maximum(same + f64(db), 0), 6)
+    assert (relu6 == 0).any() and (relu6 == 6).any(), "the relu6 case clips on neither side"
+    return dict(x=x, w=w, dw=dw, b=b, db=db), [np.maximum(y + f64(b), 0), depthwise, relu6]
 
 
 @model("op_pool")

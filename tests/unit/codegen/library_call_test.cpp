@@ -402,6 +402,36 @@ TEST(SelectLibraryCall, ConvWithBiasAndRelu) {
   EXPECT_EQ(describeLibraryCall(c), "cuDNN conv2d (bias+relu)");
 }
 
+// relu6 (MobileNet's clip to [0, 6]) after a channels-last conv's bias: the fusion pass makes it
+// the epilogue, oneDNN applies it (eltwise_clip); cuDNN's fused call cannot, so on the GPU the
+// generated kernel runs the group (as it does any channels-last conv2d).
+TEST(SelectLibraryCall, ChannelsLastConvWithBiasAndRelu6) {
+  auto p = planned(R"(func @main(%x: f32[1,6,6,3], %w: f32[4,3,3,3], %b: f32[4]) -> f32[1,6,6,4] {
+  %zero = constant 0.0 : f32[]
+  %six = constant 6.0 : f32[]
+  %c = conv2d %x, %w {pads = [1, 1, 1, 1], layout = "nhwc"}
+  %a = add %c, %b
+  %lo = max %a, %zero
+  %y = min %lo, %six
+  return %y
+})");
+  ConvCall c = expectConv(selectLibraryCall(p.libraryGroup(), Target::Cpu));
+  EXPECT_TRUE(c.channelsLast);
+  EXPECT_EQ(c.bias, p.bufferOf("b"));
+  EXPECT_EQ(c.epilogue, ConvEpilogue::BiasRelu6);
+  EXPECT_EQ(describeLibraryCall(c, Target::Cpu), "oneDNN conv2d NHWC (bias+relu6)");
+  EXPECT_EQ(expectFallback(p.call()), "channels-last conv2d: kiln's cuDNN calls take NCHW");
+  // Channels-first, the fusion pass leaves relu6 out (cuDNN would run that conv); written as one
+  // kernel anyway, oneDNN still clips, cuDNN falls back.
+  const char* signature = "func @main(%x: f32[1,3,6,6], %w: f32[4,3,3,3], %b: f32[4,1,1]) -> f32[1,4,4,4]";
+  const char* ops = "    %c = conv2d %x, %w\n    %a = add %c, %b\n    %lo = relu %a\n"
+                    "    %six = constant 6.0 : f32[]\n    %y = min %lo, %six\n";
+  expectEpilogueLeftOut(planned(std::string(signature) + " {\n" + ops + "    return %y\n}\n"));
+  auto one = plannedAsOneKernel(signature, ops);
+  EXPECT_EQ(expectConv(selectLibraryCall(one.libraryGroup(), Target::Cpu)).epilogue, ConvEpilogue::BiasRelu6);
+  EXPECT_NE(expectFallback(one.call()).find("is not relu, the one activation cuDNN fuses"), std::string::npos);
+}
+
 TEST(SelectLibraryCall, GroupedDilatedConv) {
   auto p = planned(R"(func @main(%x: f16[1,4,10,10], %w: f16[6,2,3,3]) -> f16[1,6,6,6] {
   %y = conv2d %x, %w {dilations = [2, 2], groups = 2}

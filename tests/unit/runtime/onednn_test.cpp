@@ -109,6 +109,19 @@ const Case kCases[] = {
   return %r
 })",
      "oneDNN conv2d (bias+relu)"},
+    // relu6 as eltwise_clip after the bias; the inputs scaled so that outputs clip at both ends.
+    {"ConvNhwcBiasRelu6", R"(func @main(%x: f32[2,7,6,5], %w: f32[6,5,3,3], %b: f32[6]) -> f32[2,7,6,6] {
+  %eight = constant 8.0 : f32[]
+  %zero = constant 0.0 : f32[]
+  %six = constant 6.0 : f32[]
+  %big = mul %x, %eight
+  %y = conv2d %big, %w {pads = [1, 1, 1, 1], layout = "nhwc"}
+  %z = add %y, %b
+  %lo = max %z, %zero
+  %r = min %lo, %six
+  return %r
+})",
+     "oneDNN conv2d NHWC (bias+relu6)"},
     {"ConvGroupedDilatedStrided", R"(func @main(%x: f32[1,4,11,10], %w: f32[6,2,3,2]) -> f32[1,6,5,6] {
   %y = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [2, 1], groups = 2}
   return %y
