@@ -79,10 +79,13 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
 }
 
 // Padding never takes part: max is over the window's real elements (NaN wins), avg their mean.
-llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
+// Channels-last pools at the channels-first view of the output index, reading x channels-last.
+llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
   auto& b = e.b;
   const Value* x = op.operand(0);
-  const Shape& xs = x->type().shape;
+  bool last = isChannelsLast(op);
+  Index index = last ? Index{outIndex[0], outIndex[3], outIndex[1], outIndex[2]} : outIndex;
+  Shape xs = last ? permuteShape(x->type().shape, kChannelsFirst) : x->type().shape;
   std::vector<int64_t> kernel = op.intsAttr("kernel");
   std::vector<int64_t> strides = kernel;
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
@@ -100,7 +103,7 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& index) {
     llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], dil[0]);
     llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], dil[1]);
     auto take = [&] {
-      llvm::Value* v = e.emit(x, {index[0], index[1], iy, ix});
+      llvm::Value* v = e.emit(x, last ? Index{index[0], iy, ix, index[1]} : Index{index[0], index[1], iy, ix});
       llvm::Value* next = isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], e.toDouble(v));
       return Values{next, b.CreateAdd(c[1], e.i64(1))};
     };

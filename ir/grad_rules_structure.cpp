@@ -22,14 +22,24 @@ Value* transposeLastTwo(Context& ctx, Value* v) {
   return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(swapLastTwo(v->type().rank()))}});
 }
 
-// The forward op's window attributes plus one more (a backward op's input or filter shape). The
-// backward ops are channels-first: a conv2d's layout is not theirs (its rule transposes instead).
-AttrList withAttr(const Op& op, std::string name, Attr value) {
+// The forward op's window attributes. The backward ops are channels-first: a conv2d's or pool's
+// layout is not theirs (its rule transposes instead).
+AttrList withoutLayout(const Op& op) {
   AttrList attrs;
   for (const auto& [key, attr] : op.attrs())
     if (key != "layout") attrs.emplace_back(key, attr);
+  return attrs;
+}
+
+// The forward op's window attributes plus one more (a backward op's input or filter shape).
+AttrList withAttr(const Op& op, std::string name, Attr value) {
+  AttrList attrs = withoutLayout(op);
   attrs.emplace_back(std::move(name), std::move(value));
   return attrs;
+}
+
+Value* permuted(Context& ctx, Value* v, const std::vector<int64_t>& perm) {
+  return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(perm)}});
 }
 
 }  // namespace
@@ -140,23 +150,27 @@ KILN_GRAD_RULE(conv2d) {
   Value* w = op.operand(1);
   Value* dy = dys[0];
   bool last = isChannelsLast(op);
-  auto permuted = [&](Value* v, const std::vector<int64_t>& perm) {
-    return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(perm)}});
-  };
-  if (last) x = permuted(x, kChannelsFirst), dy = permuted(dy, kChannelsFirst);
+  if (last) x = permuted(ctx, x, kChannelsFirst), dy = permuted(ctx, dy, kChannelsFirst);
   Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dy, w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
   Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dy}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
-  if (last) dx = permuted(dx, kChannelsLast);
+  if (last) dx = permuted(ctx, dx, kChannelsLast);
   return std::vector<Value*>{dx, dw};
 }
-// Each window's dy goes to the window's first maximal element.
+// Each window's dy goes to the window's first maximal element (channels-first, as conv2d's).
 KILN_GRAD_RULE(maxPool2d) {
-  return std::vector<Value*>{ctx.op(OpKind::MaxPool2dBackward, {op.operand(0), dys[0]}, op.attrs())};
+  bool last = isChannelsLast(op);
+  Value* x = last ? permuted(ctx, op.operand(0), kChannelsFirst) : op.operand(0);
+  Value* dy = last ? permuted(ctx, dys[0], kChannelsFirst) : dys[0];
+  Value* dx = ctx.op(OpKind::MaxPool2dBackward, {x, dy}, withoutLayout(op));
+  return std::vector<Value*>{last ? permuted(ctx, dx, kChannelsLast) : dx};
 }
 // Each window's dy is shared among the window's in-bounds elements.
 KILN_GRAD_RULE(avgPool2d) {
-  return std::vector<Value*>{
-      ctx.op(OpKind::AvgPool2dBackward, {dys[0]}, withAttr(op, "input_shape", Attr::ints(op.operand(0)->type().shape)))};
+  bool last = isChannelsLast(op);
+  Value* dy = last ? permuted(ctx, dys[0], kChannelsFirst) : dys[0];
+  Shape inputShape = last ? permuteShape(op.operand(0)->type().shape, kChannelsFirst) : op.operand(0)->type().shape;
+  Value* dx = ctx.op(OpKind::AvgPool2dBackward, {dy}, withAttr(op, "input_shape", Attr::ints(inputShape)));
+  return std::vector<Value*>{last ? permuted(ctx, dx, kChannelsLast) : dx};
 }
 
 }  // namespace kiln::grad

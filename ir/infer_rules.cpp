@@ -1,6 +1,7 @@
 // Type and shape inference, one rule per op family. Messages say what was expected; the caller
 // prefixes the op name and the location.
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -328,20 +329,26 @@ Expected<TensorType> channelsFirstConv2dType(const Op& op, const TensorType& x, 
   if (h <= 0 || wd <= 0) return Error("kernel " + w.str() + " is larger than the padded input " + x.str());
   return TensorType{x.dtype, {x.shape[0], w.shape[0], h, wd}};
 }
+
+// The result type of a conv2d or pool in `op`'s layout, from `channelsFirst`, its rule for [N,C,H,W]:
+// channels-last is the same op on x's channels-first view, its result channels-last.
+Expected<TensorType> inLayout(const Op& op, const TensorType& x,
+                              const std::function<Expected<TensorType>(const TensorType&)>& channelsFirst) {
+  const Attr* layout = op.findAttr("layout");
+  if (!layout || layout->getString() == "nchw") return channelsFirst(x);
+  if (layout->getString() != "nhwc")
+    return Error("layout must be \"nchw\" or \"nhwc\", got \"" + layout->getString() + "\"");
+  if (x.rank() != 4) return Error("input must be [N,H,W,C] (layout = \"nhwc\"), got " + x.str());
+  auto t = channelsFirst(TensorType{x.dtype, permuteShape(x.shape, kChannelsFirst)});
+  if (!t) return Error(t.error().message() + " (layout = \"nhwc\": the input " + x.str() + " read as [N,C,H,W])");
+  return TensorType{t->dtype, permuteShape(t->shape, kChannelsLast)};
+}
 }  // namespace
 
 Expected<TensorType> conv2dType(const Op& op, const TensorType& x, const TensorType& w) {
   KILN_TRY(checkDType(x, DTypeSet::Float, "input"));
   KILN_TRY(sameDType({x, w}));
-  const Attr* layout = op.findAttr("layout");
-  if (!layout || layout->getString() == "nchw") return channelsFirstConv2dType(op, x, w);
-  if (layout->getString() != "nhwc")
-    return Error("layout must be \"nchw\" or \"nhwc\", got \"" + layout->getString() + "\"");
-  // Channels-last: the same convolution of x's channels-first view, its result channels-last.
-  if (x.rank() != 4) return Error("input must be [N,H,W,C] (layout = \"nhwc\"), got " + x.str());
-  auto t = channelsFirstConv2dType(op, TensorType{x.dtype, permuteShape(x.shape, kChannelsFirst)}, w);
-  if (!t) return Error(t.error().message() + " (layout = \"nhwc\": the input " + x.str() + " read as [N,C,H,W])");
-  return TensorType{t->dtype, permuteShape(t->shape, kChannelsLast)};
+  return inLayout(op, x, [&](const TensorType& view) { return channelsFirstConv2dType(op, view, w); });
 }
 
 Expected<Types> conv2d(const Op& op, const Types*) {
@@ -350,8 +357,8 @@ Expected<Types> conv2d(const Op& op, const Types*) {
   return Types{*t};
 }
 
-Expected<TensorType> pool2dType(const Op& op, const TensorType& x) {
-  KILN_TRY(checkDType(x, DTypeSet::Float, "input"));
+namespace {
+Expected<TensorType> channelsFirstPool2dType(const Op& op, const TensorType& x) {
   if (x.rank() != 4) return Error("input must be [N,C,H,W], got " + x.str());
   auto kernel = op.intsAttr("kernel");
   KILN_TRY(checkLength(kernel, 2, "kernel"));
@@ -398,6 +405,12 @@ Expected<TensorType> pool2dType(const Op& op, const TensorType& x) {
     KILN_TRY(check(std::max(leading, trailing), outputs));
   }
   return TensorType{x.dtype, {x.shape[0], x.shape[1], h, w}};
+}
+}  // namespace
+
+Expected<TensorType> pool2dType(const Op& op, const TensorType& x) {
+  KILN_TRY(checkDType(x, DTypeSet::Float, "input"));
+  return inLayout(op, x, [&](const TensorType& view) { return channelsFirstPool2dType(op, view); });
 }
 
 Expected<Types> pool2d(const Op& op, const Types*) {

@@ -93,7 +93,8 @@ std::vector<OpInfo> buildTable() {
     return attrs;
   };
   auto pool = [&](K k, std::string_view n, GradFn g) {
-    return OpInfo{k, n, C::Library, 1, 1, 0, D::Float, windowAttrs({}), infer::pool2d, B::MergeIntoBatch, g};
+    return OpInfo{k, n, C::Library, 1, 1, 0, D::Float, windowAttrs({optional("layout", A::String, "nchw")}), infer::pool2d,
+                  B::MergeIntoBatch, g};
   };
   auto convAttrs = [](std::vector<AttrSpec> extra) {
     std::vector<AttrSpec> attrs = {optional("strides", A::List, Attr::ints({1, 1})), optional("pads", A::List, Attr::ints({0, 0, 0, 0})),

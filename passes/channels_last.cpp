@@ -40,7 +40,8 @@ class Converter {
     for (const auto& op : body.ops()) ops.push_back(op.get());
     for (Op* op : ops) {
       if (isEligibleConv(*op)) convertConv(*op);
-      else if (!carryThroughElementwise(*op) && !carryThroughReduction(*op)) readChannelsFirst(*op);
+      else if (!carryThroughElementwise(*op) && !carryThroughReduction(*op) && !carryThroughPool(*op))
+        readChannelsFirst(*op);
     }
     // What still reads a converted value (an op in a nested region) reads it transposed back
     // (in program order, so the IR printed is the same on every run).
@@ -60,7 +61,7 @@ class Converter {
   void convertConv(Op& conv) {
     Value* x = conv.operand(0);
     Value* xLast = twin(x);
-    if (!xLast) {  // an NCHW value (a parameter, a pool's result): transposed once for all its readers
+    if (!xLast) {  // an NCHW value (a parameter, a flatten's reshape back): transposed once for all its readers
       auto [it, inserted] = transposedInputs_.emplace(x, nullptr);
       if (inserted) it->second = insertOpBefore(conv, OpKind::Transpose, {x}, {{"perm", Attr::ints(kChannelsLast)}});
       xLast = it->second;
@@ -133,6 +134,17 @@ class Converter {
       op.result()->replaceAllUsesWith(reduced);
       converted_.insert(&op);
     }
+    return true;
+  }
+
+  // max_pool2d or avg_pool2d of a channels-last value: the same pool channels-last (a ResNet's stem
+  // pool, which would otherwise cost a transpose each way around it).
+  bool carryThroughPool(Op& op) {
+    if ((op.kind() != OpKind::MaxPool2d && op.kind() != OpKind::AvgPool2d) || isChannelsLast(op) || !twin(op.operand(0)))
+      return false;
+    AttrList attrs = op.attrs();
+    attrs.emplace_back("layout", Attr("nhwc"));
+    record(op, insertOpBefore(op, op.kind(), {twin(op.operand(0))}, attrs, op.result()->name()));
     return true;
   }
 

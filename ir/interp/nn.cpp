@@ -114,7 +114,8 @@ Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
 
 // Padding never takes part: max_pool2d is the max of the window's real elements (a NaN wins, as
 // in max), avg_pool2d their mean (count_include_pad = false). pads < kernel (checked by the
-// verifier) guarantees every window holds at least one real element.
+// verifier) guarantees every window holds at least one real element. Channels-last pools the
+// same planes, reading and writing at [n,h,w,c] positions.
 Tensor pool2d(const Op& op, const Tensor& x) {
   Tensor out(op.result()->type());
   std::vector<int64_t> kernel = op.intsAttr("kernel");
@@ -123,10 +124,15 @@ Tensor pool2d(const Op& op, const Tensor& x) {
   std::vector<int64_t> pads = op.intsAttr("pads");
   std::vector<int64_t> dil = op.intsAttr("dilations");
   bool isMax = op.kind() == OpKind::MaxPool2d;
-  const Shape& xs = x.shape();
-  int64_t planes = xs[0] * xs[1], height = xs[2], width = xs[3];
-  int64_t outH = out.shape()[2], outW = out.shape()[3];
-  int64_t index = 0;
+  bool last = isChannelsLast(op);
+  Shape xs = last ? permuteShape(x.shape(), kChannelsFirst) : x.shape();
+  Shape ys = last ? permuteShape(out.shape(), kChannelsFirst) : out.shape();
+  int64_t channels = xs[1], planes = xs[0] * xs[1], height = xs[2], width = xs[3];
+  int64_t outH = ys[2], outW = ys[3];
+  // Where plane p's element (y, x) of a [planes, rows, cols] view is stored.
+  auto at = [&](int64_t p, int64_t y, int64_t x, int64_t rows, int64_t cols) {
+    return last ? ((p / channels * rows + y) * cols + x) * channels + p % channels : (p * rows + y) * cols + x;
+  };
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oy = 0; oy < outH; ++oy)
       for (int64_t ox = 0; ox < outW; ++ox) {
@@ -138,14 +144,14 @@ Tensor pool2d(const Op& op, const Tensor& x) {
           for (int64_t kx = 0; kx < kernel[1]; ++kx) {
             int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
             if (ix < 0 || ix >= width) continue;
-            double v = x.getDouble((p * height + iy) * width + ix);
+            double v = x.getDouble(at(p, iy, ix, height, width));
             if (!isMax) acc += v;
             else if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
             else acc = std::max(acc, v);
             ++count;
           }
         }
-        out.setDouble(index++, isMax ? acc : acc / static_cast<double>(count));
+        out.setDouble(at(p, oy, ox, outH, outW), isMax ? acc : acc / static_cast<double>(count));
       }
   return out;
 }

@@ -328,6 +328,18 @@ def op_pool(rng):
     return dict(x=x), [pool2d(f64(x), kind="max", **args), pool2d(f64(x), kind="avg", **args)]
 
 
+@model("op_pool_nhwc")
+def op_pool_nhwc(rng):
+    """max_pool2d and avg_pool2d {layout = "nhwc"}: the pools of x's channels-first view, their
+    results channels-last; padded windows (bounds tests) and an unpadded strided one (none)."""
+    x = f32(rng.normal(size=(2, 7, 8, 5)))
+    nchw = f64(x).transpose(0, 3, 1, 2)
+    args = dict(kernel=(3, 2), strides=(2, 2), pads=(1, 1, 1, 0))
+    last = lambda y: y.transpose(0, 2, 3, 1)
+    return dict(x=x), [last(pool2d(nchw, kind="max", **args)), last(pool2d(nchw, kind="avg", **args)),
+                       last(pool2d(nchw, kind="max", kernel=(3, 3), strides=(2, 2), pads=(0, 0, 0, 0)))]
+
+
 @model("op_slice")
 def op_slice(rng):
     x = f32(rng.normal(size=(6, 8)))

@@ -3,7 +3,8 @@
 (fold-conv-affine, channels-last): convolutions of random strides, pads (some asymmetric, which
 oneDNN does not take) and groups; elementwise ops; broadcast operands of every shape a CNN uses
 ([c,1,1], [1,c,1,1], [n,c,1,1], [1,1,h,w], [w], scalars, [1,c,h,1], [h,1]) on either side;
-residual adds; reductions over any axes with and without kept dims; max pools.
+residual adds; reductions over any axes with and without kept dims; max and avg pools, strided
+and padded.
 
   random_cnn.py check FIRST LAST DIR
 
@@ -71,9 +72,12 @@ def gen(seed):
             shape = tuple((1 if i in axes else d) for i, d in enumerate((n, c, h, w)) if keep or i not in axes)
             vals.append((v, shape))
         elif kind == "pool":
-            if h < 2 or w < 2: continue
-            v = new(); lines.append(f"  %{v} = max_pool2d %{name} {{kernel = [2, 2]}}")
-            vals.append((v, (n, c, h // 2, w // 2)))
+            if h < 3 or w < 3: continue
+            op = rnd.choice(["max_pool2d", "max_pool2d", "avg_pool2d"])
+            k, stride, pad = rnd.choice([(2, 2, 0), (3, 2, 1), (3, 1, 1), (2, 1, 0)])
+            v = new(); lines.append(f"  %{v} = {op} %{name} {{kernel = [{k}, {k}], strides = [{stride}, {stride}], "
+                                    f"pads = [{pad}, {pad}, {pad}, {pad}]}}")
+            vals.append((v, (n, c, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1)))
     outs = rnd.sample(vals[1:], min(3, len(vals) - 1)) if len(vals) > 1 else []
     if not outs: return None
     ty = lambda s: f"f32[{','.join(map(str, s))}]"
