@@ -45,6 +45,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"split-reductions",
        "split reductions that would leave a GPU idle (full, few long rows, columns) into stages (GPU pipeline only)",
        splitReductions},
+      {"split-reductions-cpu",
+       "split reductions with fewer than 32 rows or column tiles for the CPU's threads into stages (CPU pipeline only)",
+       splitReductionsForCpu},
       {"fusion", "group ops into fusion ops, one kernel each (loop, row reduction, library epilogue, multi-output)",
        fuseOps},
       {"share-kernels",
@@ -67,13 +70,14 @@ const PassInfo* findPass(std::string_view name) {
 }
 
 const std::vector<std::string>& defaultPipeline(bool forGpu) {
-  // Simplify, expose primitives, batch maps, clean up, (on a GPU, cut reductions that would leave
-  // it idle into stages,) group what is left into kernels, let kernels equal but for a constant
+  // Simplify, expose primitives, batch maps, clean up, fold batch norm into convolutions, (on the
+  // CPU, run them channels-last,) cut reductions that would leave the device idle into stages,
+  // group what is left into kernels, let kernels equal but for a constant
   // share one compile, then start each collective as early as its inputs allow.
-  static const std::vector<std::string> host = {"canonicalize", "decompose",     "vectorize",
-                                                "cse",          "fold-conv-affine", "dce",
-                                                "channels-last", "fusion",        "share-kernels",
-                                                "schedule-collectives"};
+  static const std::vector<std::string> host = {"canonicalize",  "decompose",            "vectorize",
+                                                "cse",           "fold-conv-affine",     "dce",
+                                                "channels-last", "split-reductions-cpu", "fusion",
+                                                "share-kernels", "schedule-collectives"};
   static const std::vector<std::string> gpu = {"canonicalize", "decompose", "vectorize", "cse", "fold-conv-affine", "dce",
                                                "split-reductions", "fusion", "share-kernels", "schedule-collectives"};
   return forGpu ? gpu : host;

@@ -12,17 +12,34 @@ namespace kiln::passes {
 
 namespace {
 
-// Sized for an H100-class GPU: 132 SMs, eight 256-thread blocks each at once.
+// When a reduction leaves a device idle, and how finely to cut it.
+struct SplitPolicy {
+  const char* device;          // for remarks: "the GPU"
+  int64_t minSplitElements;    // reductions reading fewer elements are left alone
+  int64_t enoughRows;          // rows a row reduction needs to fill the device without splitting
+  int64_t rowWorkers;          // what the rows' chunks should number: rows x parts >= this
+  int64_t minRowChunk;         // a chunk of a row is at least this long
+  int64_t columnWorkers;       // what a column reduction's first stage should number
+  int64_t columnsPerWorker;    // columns one of those takes (1: a GPU thread; a CPU column tile)
+  int64_t minColumnChunk;      // a chunk of columns is at least this many rows
+  bool outerColumns;           // whether reductions over middle axes ([outer, n, inner]) split too
+  bool copiesSharedOperands;   // whether the first stage recomputes a shared operand (ownCopy)
+};
+
+// Sized for an H100-class GPU: 132 SMs, eight 256-thread blocks each at once. A block reads a
+// reduction of under 64K elements quickly; a row chunk is a block's 256 lanes of 16 elements;
+// a row reduction with half the device's blocks in rows fills it; a column sum's first stage
+// wants a thread per output, each over at least 8 rows.
 constexpr int64_t kDeviceBlocks = 132 * 8;
-constexpr int64_t kDeviceThreads = kDeviceBlocks * 256;
-// Reductions reading fewer elements than this are left alone: one block reads them quickly.
-constexpr int64_t kMinSplitElements = int64_t{1} << 16;
-// A chunk of a row is at least this long (a block's 256 lanes, 16 elements each); a chunk of
-// columns at least this many rows.
-constexpr int64_t kMinRowChunk = 4096;
-constexpr int64_t kMinColumnChunk = 8;
-// Rows a row reduction needs before its blocks fill the device without splitting.
-constexpr int64_t kEnoughRows = kDeviceBlocks / 2;
+constexpr SplitPolicy kGpuPolicy{"the GPU", int64_t{1} << 16, kDeviceBlocks / 2, kDeviceBlocks, 4096,
+                                 kDeviceBlocks * 256, 1, 8, false, true};
+// The CPU runs a row kernel's rows, and a column reduction's tiles of 32 columns
+// (codegen/column_reduction.h), one work item per thread at a time: fewer than 32 of them leave
+// cores idle (a full sum, a global pool over [1,112,112,32] in NHWC: one item). A fixed count,
+// not this machine's cores, so that a program's results are the same on every machine. The first
+// stage reads a shared operand from memory rather than recompute it: on the CPU a SiLU costs more
+// than the bytes it saves.
+constexpr SplitPolicy kCpuPolicy{"the CPU's cores", int64_t{1} << 16, 32, 32, 4096, 32, 32, 64, true, false};
 
 bool isReduction(OpKind k) {
   return k == OpKind::ReduceSum || k == OpKind::ReduceMean || k == OpKind::ReduceMax || k == OpKind::ReduceMin ||
@@ -150,9 +167,9 @@ Value* ownCopy(Op& at, Value* v, int& budget) {
 }
 
 // Splits `op` if it would leave the device idle; whether it did.
-bool split(Op& op) {
+bool split(Op& op, const SplitPolicy& policy) {
   const TensorType& xt = op.operand(0)->type();
-  if (xt.numElements() < kMinSplitElements) return false;
+  if (xt.numElements() < policy.minSplitElements) return false;
   std::optional<std::vector<int64_t>> given;
   if (const Attr* a = op.findAttr("axes")) given = a->getIntList();
   auto normalized = reductionAxes(given, xt.rank());
@@ -162,33 +179,37 @@ bool split(Op& op) {
   const int rank = xt.rank();
   bool canPad = identity(op.kind(), xt.dtype).has_value();
   // What the stages read, once the split is decided: the reduction's own copy of a shared operand.
-  auto operand = [&op] {
+  auto operand = [&op, &policy] {
     int budget = kMaxOwnChain;
-    return op.operand(0)->uses().size() > 1 ? ownCopy(op, op.operand(0), budget) : op.operand(0);
+    bool shared = op.operand(0)->uses().size() > 1;
+    return shared && policy.copiesSharedOperands ? ownCopy(op, op.operand(0), budget) : op.operand(0);
   };
   Splitter s(op);
   // The reduced axes that end the shape (a suffix), and whether the rest of them start it.
   size_t suffix = 0;
   while (suffix < axes.size() && axes[axes.size() - 1 - suffix] == rank - 1 - static_cast<int>(suffix)) ++suffix;
   size_t firstSuffixAxis = static_cast<size_t>(rank) - suffix;
-  bool prefix = true;
-  for (size_t i = 0; i < axes.size(); ++i) prefix = prefix && axes[i] == static_cast<int>(i);
+  // The reduced axes as one run [first, first + size): a prefix when first is 0.
+  bool run = axes.back() - axes.front() + 1 == static_cast<int>(axes.size());
+  size_t first = static_cast<size_t>(axes.front()), end = static_cast<size_t>(axes.back()) + 1;
+  bool prefix = run && first == 0;
 
   if (suffix == axes.size()) {
     // Rows: [outer, n]. Few rows: each row over several blocks.
     int64_t rows = product(xt.shape, 0, firstSuffixAxis), n = product(xt.shape, firstSuffixAxis, rank);
-    if (rows >= kEnoughRows) return false;
-    Cut cut = cutExtent(n, (kDeviceBlocks + rows - 1) / rows, kMinRowChunk, canPad);
+    if (rows >= policy.enoughRows) return false;
+    Cut cut = cutExtent(n, (policy.rowWorkers + rows - 1) / rows, policy.minRowChunk, canPad);
     if (cut.parts <= 1) return false;
     s.finish(s.reduceMiddle(operand(), rows, n, 1, cut), n);
     return true;
   }
-  if (prefix) {
-    // Columns: [n, inner]. Enough chunks of rows that the first stage's outputs fill the device.
-    int64_t n = product(xt.shape, 0, axes.size()), inner = product(xt.shape, axes.size(), rank);
-    Cut cut = cutExtent(n, (kDeviceThreads + inner - 1) / inner, kMinColumnChunk, canPad);
+  if (prefix || (run && policy.outerColumns)) {
+    // Columns: [outer, n, inner]. Enough chunks of rows that the first stage's outputs fill the device.
+    int64_t outer = product(xt.shape, 0, first), n = product(xt.shape, first, end), inner = product(xt.shape, end, rank);
+    int64_t workers = outer * ((inner + policy.columnsPerWorker - 1) / policy.columnsPerWorker);
+    Cut cut = cutExtent(n, (policy.columnWorkers + workers - 1) / workers, policy.minColumnChunk, canPad);
     if (cut.parts <= 1) return false;
-    s.finish(s.reduceMiddle(operand(), 1, n, inner, cut), n);
+    s.finish(s.reduceMiddle(operand(), outer, n, inner, cut), n);
     return true;
   }
   if (suffix > 0) {
@@ -211,9 +232,7 @@ void collect(Block& block, std::vector<Op*>& out) {
   }
 }
 
-}  // namespace
-
-PassResult splitReductions(Module& module, PassContext& context) {
+PassResult splitReductionsFor(Module& module, PassContext& context, const SplitPolicy& policy) {
   bool changed = false;
   for (const std::unique_ptr<Function>& f : module.functions()) {
     // New stages may need splitting in turn (a column sum's first stage can still be long): repeat
@@ -225,13 +244,21 @@ PassResult splitReductions(Module& module, PassContext& context) {
       for (Op* op : reductions) {
         std::string name(op->name()), type = op->operand(0)->type().str();
         SourceLoc loc = op->loc();
-        if (!split(*op)) continue;  // (split erases op)
-        context.remark(name, loc, name + " of " + type + " split into stages that fill the GPU");
+        if (!split(*op, policy)) continue;  // (split erases op)
+        context.remark(name, loc, name + " of " + type + " split into stages that fill " + policy.device);
         again = changed = true;
       }
     }
   }
   return changed;
+}
+
+}  // namespace
+
+PassResult splitReductions(Module& module, PassContext& context) { return splitReductionsFor(module, context, kGpuPolicy); }
+
+PassResult splitReductionsForCpu(Module& module, PassContext& context) {
+  return splitReductionsFor(module, context, kCpuPolicy);
 }
 
 }  // namespace kiln::passes

@@ -12,14 +12,21 @@
 //
 // Padding uses the reduction's identity (0 for sums, -inf for max, ...); integer max, min and
 // product are split only where a chunk size divides the extent. Float sums, means and products
-// accumulate the chunks in f64, so the result rounds once as the unsplit reduction's does. Part of
-// the GPU pipeline only: the CPU runs one thread per core, which needs no splitting.
+// accumulate the chunks in f64, so the result rounds once as the unsplit reduction's does.
 #pragma once
 
 #include "passes/pass.h"
 
 namespace kiln::passes {
 
+// The GPU pipeline's: sized for an H100-class GPU.
 PassResult splitReductions(Module& module, PassContext& context);
+
+// The CPU pipeline's (split-reductions-cpu): the CPU runs a row kernel's rows and a column
+// reduction's 32-column tiles one per thread, so a reduction with fewer than 32 of them leaves
+// cores idle: a full sum (one row), or a channels-last global pool [1,H,W,C] -> [1,1,1,C] with
+// C <= 32 (one tile), which also splits over middle axes ([outer, n, inner] -> [outer, P, n/P,
+// inner]). The first stage reads a shared operand as stored instead of recomputing it.
+PassResult splitReductionsForCpu(Module& module, PassContext& context);
 
 }  // namespace kiln::passes
