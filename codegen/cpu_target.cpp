@@ -281,6 +281,9 @@ void emitCountedLoop(llvm::IRBuilder<>& b, llvm::Value* from, llvm::Value* to, c
 // another input row, a cache line and often a page apart. Partial rows at either end go row by row.
 // Ends branching to `exit`.
 constexpr int64_t kBandRows = 32;
+// Rows this short go row by row instead: one row is a few bytes of output, and the input rows,
+// one per column, are read side by side.
+constexpr int64_t kShortRow = 4;
 void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, llvm::BasicBlock* exit,
                    const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
   llvm::LLVMContext& ctx = b.getContext();
@@ -299,6 +302,20 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   b.SetInsertPoint(bands);
   llvm::Value* bandCount = b.CreateUDiv(b.CreateAdd(b.CreateSub(lastRow, firstRow), b.getInt64(kBandRows - 1)),
                                         b.getInt64(kBandRows));
+  if (rowLength <= kShortRow) {
+    // Rows of a few columns (an image's channels moved last): each row's columns in a loop of a
+    // constant few trips, which LLVM unrolls, so the vectoriser widens the loop over rows: a
+    // contiguous load per column, one interleaving store.
+    emitCountedLoop(b, firstRow, b.CreateSelect(wholeRows, lastRow, firstRow), "short.row", [&](llvm::Value* row) {
+      emitCountedLoop(b, b.getInt64(0), length, "short.column", [&](llvm::Value* column) {
+        body(b.CreateAdd(b.CreateMul(row, length), column, "i", true, true), column);
+      });
+    });
+    b.CreateBr(tail);
+    b.SetInsertPoint(tail);
+    emitRowLoops(b, tailBegin, end, rowLength, exit, body);
+    return;
+  }
   emitCountedLoop(b, b.getInt64(0), b.CreateSelect(wholeRows, bandCount, b.getInt64(0)), "band", [&](llvm::Value* band) {
     llvm::Value* top = b.CreateAdd(firstRow, b.CreateMul(band, b.getInt64(kBandRows)));
     llvm::Value* bottom = b.CreateAdd(top, b.getInt64(kBandRows));

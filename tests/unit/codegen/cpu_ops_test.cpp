@@ -149,6 +149,24 @@ TEST(CpuOps, TransposesInBandsOfRows) {
   expectSameAsInterpreter(*fused->entry(), specials);
 }
 
+// Rows of at most 4 columns (an image's channels moved last) go row by row instead, the columns
+// in a constant-trip loop LLVM unrolls, so the loop over rows vectorises: row lengths 1 to 4,
+// odd row counts whose thread chunks end mid-row, elementwise work fused in, 16-bit elements.
+TEST(CpuOps, TransposesToShortRows) {
+  check("%x: f32[1,3,97,101]", "transpose %x {perm = [0, 2, 3, 1]}");
+  check("%x: f32[4,2501]", "transpose %x {perm = [1, 0]}");
+  check("%x: bf16[2,2,333,7]", "transpose %x {perm = [0, 2, 3, 1]}");
+  check("%x: f32[1,5003]", "transpose %x {perm = [1, 0]}");
+  auto fused = parseOrFail(R"(func @main(%x: f32[3,4001], %b: f32[3]) -> f32[4001,3] {
+  %t = transpose %x {perm = [1, 0]}
+  %y = mul %t, %b
+  return %y
+}
+)");
+  ASSERT_TRUE(fused);
+  expectSameAsInterpreter(*fused->entry());
+}
+
 TEST(CpuOps, LayoutOps) {
   for (const char* t : kAllTypes) {
     std::string T = t;
