@@ -208,6 +208,9 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero, const std::st
   if (!e.reason.empty()) return GeneratedKernel{e.reason};
   if (e.activation == Activation::GeluErf)
     return GeneratedKernel{"gelu is the erf form (approximate = \"none\"); " + lib + "'s GELU epilogue (as kiln uses it) is the tanh approximation"};
+  if (e.hasActivation && e.activation != Activation::Relu && e.activation != Activation::GeluTanh)
+    return GeneratedKernel{"epilogue '" + opNames(downstreamOf(group, hero)) + "' is not relu or tanh-gelu, the activations " + lib +
+                           " fuses after a matmul"};
   call.bias = e.biasBuffer;
   bool bias = e.bias != nullptr;
   if (!e.hasActivation)

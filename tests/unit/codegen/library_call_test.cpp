@@ -296,6 +296,17 @@ TEST(SelectLibraryCall, ActivationBeforeTheBiasFallsBack) {
   EXPECT_EQ(expectFallback(p.call()), "epilogue 'relu,add' is not a bias add and/or one activation, in that order");
 }
 
+// relu6 is an activation the matcher knows (oneDNN clips after a channels-last conv), but no
+// library's matmul epilogue: a matmul written as one kernel with it falls back, on either target.
+TEST(SelectLibraryCall, Relu6IsNoMatmulEpilogue) {
+  auto p = plannedAsOneKernel("func @main(%x: f32[8,64], %w: f32[64,16], %b: f32[16]) -> f32[8,16]",
+                              "    %h = matmul %x, %w\n    %a = add %h, %b\n    %r = relu %a\n"
+                              "    %six = constant 6.0 : f32[]\n    %y = min %r, %six\n");
+  for (Target target : {Target::Cuda, Target::Cpu})
+    EXPECT_NE(std::get<GeneratedKernel>(selectLibraryCall(p.libraryGroup(), target)).reason.find("is not relu or tanh-gelu"),
+              std::string::npos);
+}
+
 TEST(SelectLibraryCall, SiluIsNoCuBlasLtEpilogue) {
   expectEpilogueLeftOut(planned(R"(func @main(%x: f32[8,64], %w: f32[64,16]) -> f32[8,16] {
   %h = matmul %x, %w
