@@ -1,10 +1,14 @@
 // The host CPU target: kernel ABI, math, TargetMachine, O3 pipeline and assembly output.
 #include "codegen/cpu_target.h"
 
+#include <functional>
+
+#include "codegen/late_inline.h"
 #include "codegen/llvm_pipeline.h"
 #include "codegen/vector_math.h"
 
 #include <llvm/ADT/SmallString.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -57,6 +61,8 @@ std::string libmName(MathFn fn, bool isFloat) {
   return std::string(base) + (isFloat ? "f" : "");
 }
 
+bool hostHasScalef();  // below, with the other host queries
+
 // A call of the libm function `name`, all of whose arguments and its result have args[0]'s type.
 llvm::Value* callLibm(llvm::IRBuilder<>& b, const std::string& name, llvm::ArrayRef<llvm::Value*> args) {
   llvm::Type* type = args[0]->getType();
@@ -84,12 +90,43 @@ llvm::Value* horner(llvm::IRBuilder<>& b, llvm::ArrayRef<double> coefficients, l
   return sum;
 }
 
+// fraction * 2^n for n an integer-valued float in [-150, 128], rounded once: where the result
+// overflows it is inf, where it is subnormal it is rounded once.
+using ScaleFn = std::function<llvm::Value*(llvm::IRBuilder<>& b, llvm::Value* fraction, llvm::Value* n)>;
+
+// As two normal factors 2^(n/2) 2^(n - n/2), each built in the float's exponent field: the first
+// product is exact, the second rounds. Any width, scalar included.
+llvm::Value* scaleInTwoSteps(llvm::IRBuilder<>& b, llvm::Value* fraction, llvm::Value* n) {
+  llvm::Type* type = fraction->getType();
+  llvm::Type* ints = type->isVectorTy()
+                         ? static_cast<llvm::Type*>(llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(type)->getElementCount()))
+                         : b.getInt32Ty();
+  llvm::Value* whole = b.CreateFPToSI(n, ints);
+  auto constant = [&](int v) { return llvm::ConstantInt::get(ints, static_cast<uint64_t>(v), true); };
+  // 2^k for an integer k in [-126, 127]: its biased exponent in the float's exponent field.
+  auto power = [&](llvm::Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, constant(127)), constant(23)), type); };
+  llvm::Value* half = b.CreateAShr(whole, constant(1));
+  return b.CreateFMul(b.CreateFMul(fraction, power(half)), power(b.CreateSub(whole, half)));
+}
+
+// AVX-512's vscalefps (with AVX-512VL for 4 and 8 lanes): fraction * 2^n in one instruction,
+// rounded once, subnormals and overflow included; a vector variant's (late_inline.h) alone.
+llvm::Value* scaleByScalef(llvm::IRBuilder<>& b, llvm::Value* fraction, llvm::Value* n) {
+  unsigned lanes = llvm::cast<llvm::FixedVectorType>(fraction->getType())->getNumElements();
+  llvm::Value* all = lanes == 16 ? b.getInt16(0xffff) : b.getInt8(0xff);
+  llvm::Value* passThrough = llvm::PoisonValue::get(fraction->getType());
+  if (lanes == 16)
+    return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                             {fraction, n, passThrough, all, b.getInt32(4)});  // 4: the current rounding mode
+  return b.CreateIntrinsic(lanes == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256 : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128,
+                           {}, {fraction, n, passThrough, all});
+}
+
 // 2^t for f32 t = x * (kHigh + kLow) as 2^n 2^f: n = roundeven(t), f = t - n computed with the
 // constant split in two (so f keeps its low bits), 2^f by a degree-6 polynomial on [-1/2, 1/2]
-// fitted for kiln (least squares on the relative error: 1 ulp). n may be anywhere in [-150, 128]:
-// 2^n is applied as two normal factors 2^(n/2) 2^(n - n/2), so a result that overflows is inf and
-// one in the subnormal range is rounded once.
-llvm::Value* exp2Split(llvm::IRBuilder<>& b, llvm::Value* x, double kHigh, double kLow) {
+// fitted for kiln (least squares on the relative error: 1 ulp), then scaled by 2^n (n anywhere
+// in [-150, 128]).
+llvm::Value* exp2Split(llvm::IRBuilder<>& b, llvm::Value* x, double kHigh, double kLow, const ScaleFn& scale) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
   llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(x, c(kHigh)));
@@ -97,12 +134,7 @@ llvm::Value* exp2Split(llvm::IRBuilder<>& b, llvm::Value* x, double kHigh, doubl
                                      {x, c(kLow), b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {x, c(kHigh), b.CreateFNeg(n)})});
   static constexpr double kExp2[] = {1.0, 0.6931471824645996, 0.24022646248340607, 0.05550328642129898,
                                      0.009618489071726799, 0.0013399932067841291, 0.0001534580806037411};
-  llvm::Value* fraction = horner(b, kExp2, f);
-  llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
-  // 2^k for an integer k in [-126, 127]: its biased exponent in the float's exponent field.
-  auto power = [&](llvm::Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), type); };
-  llvm::Value* half = b.CreateAShr(whole, 1);
-  return b.CreateFMul(b.CreateFMul(fraction, power(half)), power(b.CreateSub(whole, half)));
+  return scale(b, horner(b, kExp2, f), n);
 }
 
 // The float nearest `k`, and the float nearest what it leaves: k = high + low to twice f32's bits.
@@ -127,10 +159,10 @@ llvm::Value* clampKeepingNaN(llvm::IRBuilder<>& b, llvm::Value* x, double lo, do
 // range. x is clamped to [-104, 89], beyond which e^x is 0 or inf in f32 (the clamped value gives
 // them too); NaN is passed through (with tanhInline's caveat under --fast-math).
 // tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
-llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x) {
+llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x, const ScaleFn& scale = scaleInTwoSteps) {
   llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
   auto [high, low] = splitConstant(1.4426950408889634);  // log2(e)
-  return b.CreateSelect(isNaN, x, exp2Split(b, clampKeepingNaN(b, x, -104.0, 89.0), high, low));
+  return b.CreateSelect(isNaN, x, exp2Split(b, clampKeepingNaN(b, x, -104.0, 89.0), high, low, scale));
 }
 
 // e^t - 1 for f32 t in [0, 20] (tanh's 2|x|): t = n ln 2 + r with r in [-ln2/2, ln2/2] (r = t
@@ -175,7 +207,14 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
 
 llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) {
   llvm::Type* type = args[0]->getType();
-  if (fn == MathFn::Exp && type->isFloatTy()) return expInline(b, args[0]);
+  if (fn == MathFn::Exp && type->isFloatTy()) {
+    // With AVX-512, the loop vectoriser's widths scale by vscalefps (one instruction for the
+    // eight of scaleInTwoSteps; the same bits): through vector variants, inlined after it.
+    if (!hostHasScalef()) return expInline(b, args[0]);
+    return callWithVectorVariants(
+        b, "kiln_expf", args[0], [](llvm::IRBuilder<>& s, llvm::Value* x) { return expInline(s, x); },
+        [](llvm::IRBuilder<>& v, llvm::Value* x) { return expInline(v, x, scaleByScalef); });
+  }
   if (fn == MathFn::Tanh && type->isFloatTy()) return tanhInline(b, args[0]);
   if (llvm::Intrinsic::ID id = intrinsicId(fn); id != llvm::Intrinsic::not_intrinsic)
     return b.CreateIntrinsic(id, {type}, args);
@@ -211,6 +250,13 @@ bool hostHas(const char* feature) {
 bool hostHasAvx512() {
   static const bool avx512 = hostHas("avx512f");
   return avx512;
+}
+
+// vscalefps at 512 bits (AVX-512F) and at 128 and 256 (AVX-512VL): every width the loop
+// vectoriser may pick.
+bool hostHasScalef() {
+  static const bool scalef = hostHas("avx512f") && hostHas("avx512vl");
+  return scalef;
 }
 
 void preferWideVectors(llvm::Function& f) {

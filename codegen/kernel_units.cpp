@@ -14,6 +14,8 @@
 
 #include <algorithm>
 
+#include "codegen/late_inline.h"
+
 namespace kiln::codegen {
 
 namespace {
@@ -30,8 +32,14 @@ class Closure {
       const llvm::GlobalValue* value = pending_.back();
       pending_.pop_back();
       if (const auto* fn = llvm::dyn_cast<llvm::Function>(value)) {
-        for (const llvm::Instruction& inst : llvm::instructions(*fn))
+        for (const llvm::Instruction& inst : llvm::instructions(*fn)) {
           for (const llvm::Value* operand : inst.operands()) visit(operand);
+          // The vector variants a call names for the loop vectoriser (late_inline.h) are used
+          // through that name alone.
+          if (const auto* call = llvm::dyn_cast<llvm::CallBase>(&inst))
+            for (const std::string& name : vectorVariantNames(*call))
+              if (const llvm::Function* variant = fn->getParent()->getFunction(name)) add(variant);
+        }
       } else if (const auto* global = llvm::dyn_cast<llvm::GlobalVariable>(value)) {
         if (global->hasInitializer()) visit(global->getInitializer());
       }

@@ -1,11 +1,23 @@
 // The O3 pipeline: the analysis-manager boilerplate that every new-pass-manager user repeats.
 #include "codegen/llvm_pipeline.h"
 
+#include "codegen/late_inline.h"
+
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Passes/PassBuilder.h>
 
 namespace kiln::codegen {
+
+namespace {
+// After the loop vectoriser, the functions it widened through kiln's vector variants go inline.
+struct InlineLatePass : llvm::PassInfoMixin<InlineLatePass> {
+  llvm::PreservedAnalyses run(llvm::Module& module, llvm::ModuleAnalysisManager&) {
+    inlineLateFunctions(module);
+    return llvm::PreservedAnalyses::none();
+  }
+};
+}  // namespace
 
 void runO3(llvm::Module& module, llvm::TargetMachine& tm, const PipelineSettings& settings) {
   llvm::LoopAnalysisManager lam;
@@ -24,7 +36,10 @@ void runO3(llvm::Module& module, llvm::TargetMachine& tm, const PipelineSettings
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.registerOptimizerLastEPCallback(
+      [](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) { mpm.addPass(InlineLatePass()); });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  keepLateFunctions(module);
   mpm.run(module, mam);
 }
 
