@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random small CNN programs for differential tests of the CPU pipeline's layout rewrites
 (fold-conv-affine, channels-last): convolutions of random strides, pads (some asymmetric, which
-oneDNN does not take) and groups; elementwise ops; broadcast operands of every shape a CNN uses
+oneDNN does not take) and groups; elementwise ops (relu6 among them); broadcast operands of every shape a CNN uses
 ([c,1,1], [1,c,1,1], [n,c,1,1], [1,1,h,w], [w], scalars, [1,c,h,1], [h,1]) on either side;
 residual adds; reductions over any axes with and without kept dims; max and avg pools, strided
 and padded.
@@ -49,10 +49,27 @@ def gen(seed):
             if oh < 1 or ow < 1: continue
             wn = new("w"); params.append(f"%{wn}: f32[{o},{c//groups},{k},{k}]")
             v = new(); lines.append(f"  %{v} = conv2d %{name}, %{wn} {{strides = [{st}, {st}], pads = {pad}, groups = {groups}}}")
+            act = rnd.choice([None, None, "bias", "relu", "relu6"])
+            if act:  # a real CNN's conv + bias (+ activation): the libraries' epilogues
+                bn, biased = new("b"), new()
+                params.append(f"%{bn}: f32[{o},1,1]")
+                lines.append(f"  %{biased} = add %{v}, %{bn}")
+                v = biased
+                if act in ("relu", "relu6"):
+                    r = new(); lines.append(f"  %{r} = relu %{v}"); v = r
+                if act == "relu6":
+                    six, m = new("k"), new()
+                    lines += [f"  %{six} = constant 6.0 : f32[]", f"  %{m} = min %{v}, %{six}"]
+                    v = m
             vals.append((v, (n, o, oh, ow)))
         elif kind == "ew":
-            v = new(); op = rnd.choice(["relu", "tanh", "neg", "sigmoid"])
-            lines.append(f"  %{v} = {op} %{name}"); vals.append((v, (n, c, h, w)))
+            op = rnd.choice(["relu", "tanh", "neg", "sigmoid", "relu6"])
+            if op == "relu6":  # MobileNet's clip, which oneDNN applies after a channels-last conv's bias
+                six, r, v = new("k"), new(), new()
+                lines += [f"  %{six} = constant 6.0 : f32[]", f"  %{r} = relu %{name}", f"  %{v} = min %{r}, %{six}"]
+            else:
+                v = new(); lines.append(f"  %{v} = {op} %{name}")
+            vals.append((v, (n, c, h, w)))
         elif kind == "bcast":
             shape = rnd.choice([(c,1,1), (1,c,1,1), (n,c,1,1), (1,1,h,w), (w,), (), (1,c,h,1), (h,1)])
             bn = new("b"); params.append(f"%{bn}: f32[{','.join(map(str, shape))}]")
