@@ -94,19 +94,16 @@ llvm::Value* horner(llvm::IRBuilder<>& b, llvm::ArrayRef<double> coefficients, l
 // overflows it is inf, where it is subnormal it is rounded once.
 using ScaleFn = std::function<llvm::Value*(llvm::IRBuilder<>& b, llvm::Value* fraction, llvm::Value* n)>;
 
-// As two normal factors 2^(n/2) 2^(n - n/2), each built in the float's exponent field: the first
-// product is exact, the second rounds. Any width, scalar included.
+// The f32 2^k for an i32 k in [-126, 127]: its biased exponent in the float's exponent field.
+llvm::Value* powerOfTwo(llvm::IRBuilder<>& b, llvm::Value* k) {
+  return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), b.getFloatTy());
+}
+
+// As two normal factors 2^(n/2) 2^(n - n/2): the first product is exact, the second rounds.
 llvm::Value* scaleInTwoSteps(llvm::IRBuilder<>& b, llvm::Value* fraction, llvm::Value* n) {
-  llvm::Type* type = fraction->getType();
-  llvm::Type* ints = type->isVectorTy()
-                         ? static_cast<llvm::Type*>(llvm::VectorType::get(b.getInt32Ty(), llvm::cast<llvm::VectorType>(type)->getElementCount()))
-                         : b.getInt32Ty();
-  llvm::Value* whole = b.CreateFPToSI(n, ints);
-  auto constant = [&](int v) { return llvm::ConstantInt::get(ints, static_cast<uint64_t>(v), true); };
-  // 2^k for an integer k in [-126, 127]: its biased exponent in the float's exponent field.
-  auto power = [&](llvm::Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, constant(127)), constant(23)), type); };
-  llvm::Value* half = b.CreateAShr(whole, constant(1));
-  return b.CreateFMul(b.CreateFMul(fraction, power(half)), power(b.CreateSub(whole, half)));
+  llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
+  llvm::Value* half = b.CreateAShr(whole, 1);
+  return b.CreateFMul(b.CreateFMul(fraction, powerOfTwo(b, half)), powerOfTwo(b, b.CreateSub(whole, half)));
 }
 
 // AVX-512's vscalefps (with AVX-512VL for 4 and 8 lanes): fraction * 2^n in one instruction,
@@ -179,8 +176,7 @@ llvm::Value* expm1Small(llvm::IRBuilder<>& b, llvm::Value* t) {
   static constexpr double kExpm1[] = {1.0, 0.4999999701976776, 0.16666506230831146, 0.041667137295007706,
                                       0.008369074203073978, 0.0013888871762901545};
   llvm::Value* fraction = b.CreateFMul(r, horner(b, kExpm1, r));
-  llvm::Value* whole = b.CreateFPToSI(n, b.getInt32Ty());
-  llvm::Value* scale = b.CreateBitCast(b.CreateShl(b.CreateAdd(whole, b.getInt32(127)), 23), type);
+  llvm::Value* scale = powerOfTwo(b, b.CreateFPToSI(n, b.getInt32Ty()));
   return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {scale, fraction, b.CreateFSub(scale, c(1.0))});
 }
 

@@ -38,8 +38,13 @@ AttrList withAttr(const Op& op, std::string name, Attr value) {
   return attrs;
 }
 
-Value* permuted(Context& ctx, Value* v, const std::vector<int64_t>& perm) {
-  return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(perm)}});
+// A channels-last op's value moved to the backward ops' channels-first layout, and back; the value
+// itself for a channels-first op.
+Value* toChannelsFirst(Context& ctx, const Op& op, Value* v) {
+  return isChannelsLast(op) ? ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(kChannelsFirst)}}) : v;
+}
+Value* backToLayout(Context& ctx, const Op& op, Value* v) {
+  return isChannelsLast(op) ? ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(kChannelsLast)}}) : v;
 }
 
 }  // namespace
@@ -146,31 +151,25 @@ KILN_GRAD_RULE(pad) {
 // (the backward ops are channels-first: a channels-last conv2d's x and dy are transposed to them
 // and dx back).
 KILN_GRAD_RULE(conv2d) {
-  Value* x = op.operand(0);
+  Value* x = toChannelsFirst(ctx, op, op.operand(0));
   Value* w = op.operand(1);
-  Value* dy = dys[0];
-  bool last = isChannelsLast(op);
-  if (last) x = permuted(ctx, x, kChannelsFirst), dy = permuted(ctx, dy, kChannelsFirst);
+  Value* dy = toChannelsFirst(ctx, op, dys[0]);
   Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dy, w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
   Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dy}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
-  if (last) dx = permuted(ctx, dx, kChannelsLast);
-  return std::vector<Value*>{dx, dw};
+  return std::vector<Value*>{backToLayout(ctx, op, dx), dw};
 }
 // Each window's dy goes to the window's first maximal element (channels-first, as conv2d's).
 KILN_GRAD_RULE(maxPool2d) {
-  bool last = isChannelsLast(op);
-  Value* x = last ? permuted(ctx, op.operand(0), kChannelsFirst) : op.operand(0);
-  Value* dy = last ? permuted(ctx, dys[0], kChannelsFirst) : dys[0];
-  Value* dx = ctx.op(OpKind::MaxPool2dBackward, {x, dy}, withoutLayout(op));
-  return std::vector<Value*>{last ? permuted(ctx, dx, kChannelsLast) : dx};
+  Value* x = toChannelsFirst(ctx, op, op.operand(0));
+  Value* dx = ctx.op(OpKind::MaxPool2dBackward, {x, toChannelsFirst(ctx, op, dys[0])}, withoutLayout(op));
+  return std::vector<Value*>{backToLayout(ctx, op, dx)};
 }
 // Each window's dy is shared among the window's in-bounds elements.
 KILN_GRAD_RULE(avgPool2d) {
-  bool last = isChannelsLast(op);
-  Value* dy = last ? permuted(ctx, dys[0], kChannelsFirst) : dys[0];
-  Shape inputShape = last ? permuteShape(op.operand(0)->type().shape, kChannelsFirst) : op.operand(0)->type().shape;
+  Value* dy = toChannelsFirst(ctx, op, dys[0]);
+  Shape inputShape = isChannelsLast(op) ? permuteShape(op.operand(0)->type().shape, kChannelsFirst) : op.operand(0)->type().shape;
   Value* dx = ctx.op(OpKind::AvgPool2dBackward, {dy}, withAttr(op, "input_shape", Attr::ints(inputShape)));
-  return std::vector<Value*>{last ? permuted(ctx, dx, kChannelsLast) : dx};
+  return std::vector<Value*>{backToLayout(ctx, op, dx)};
 }
 
 }  // namespace kiln::grad

@@ -18,6 +18,13 @@ namespace {
 // would cost a transpose kernel of its own where the NCHW value costs one).
 constexpr int64_t kSmallOperandFraction = 4;
 
+// A conv2d's or pool's attributes with layout = "nhwc".
+AttrList channelsLastAttrs(const Op& op) {
+  AttrList attrs = op.attrs();
+  attrs.emplace_back("layout", Attr("nhwc"));
+  return attrs;
+}
+
 bool isEligibleConv(const Op& op) {
   if (op.kind() != OpKind::Conv2d || isChannelsLast(op) || op.result()->type().dtype != DType::F32) return false;
   std::vector<int64_t> pads = op.intsAttr("pads");
@@ -66,9 +73,7 @@ class Converter {
       if (inserted) it->second = insertOpBefore(conv, OpKind::Transpose, {x}, {{"perm", Attr::ints(kChannelsLast)}});
       xLast = it->second;
     }
-    AttrList attrs = conv.attrs();
-    attrs.emplace_back("layout", Attr("nhwc"));
-    record(conv, insertOpBefore(conv, OpKind::Conv2d, {xLast, conv.operand(1)}, attrs, conv.result()->name()));
+    record(conv, insertOpBefore(conv, OpKind::Conv2d, {xLast, conv.operand(1)}, channelsLastAttrs(conv), conv.result()->name()));
   }
 
   // An elementwise op of rank-4 values, one of them channels-last: the same op channels-last.
@@ -142,9 +147,7 @@ class Converter {
   bool carryThroughPool(Op& op) {
     if ((op.kind() != OpKind::MaxPool2d && op.kind() != OpKind::AvgPool2d) || isChannelsLast(op) || !twin(op.operand(0)))
       return false;
-    AttrList attrs = op.attrs();
-    attrs.emplace_back("layout", Attr("nhwc"));
-    record(op, insertOpBefore(op, op.kind(), {twin(op.operand(0))}, attrs, op.result()->name()));
+    record(op, insertOpBefore(op, op.kind(), {twin(op.operand(0))}, channelsLastAttrs(op), op.result()->name()));
     return true;
   }
 

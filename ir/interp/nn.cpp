@@ -92,21 +92,29 @@ void forEachConvTerm(const Op& op, const Shape& xs, const Shape& ws, const Shape
         }
 }
 
+namespace {
+// A conv2d's or pool's operand or result seen channels-first: its [N,C,H,W] shape, and where
+// each element of that view (in row-major order) is stored: at itself, or for a channels-last
+// layout at its [n,h,w,c] position ([n,h,w,c]'s strides in n,c,h,w order). Channels-last ops
+// compute the channels-first op over these views.
+struct ChannelsFirstView {
+  Shape shape;
+  std::vector<int64_t> positions;  // empty: channels-first, each element where it is
+  int64_t operator()(int64_t i) const { return positions.empty() ? i : positions[static_cast<size_t>(i)]; }
+};
+ChannelsFirstView channelsFirstView(const Op& op, const Shape& stored) {
+  if (!isChannelsLast(op)) return {stored, {}};
+  Shape s = permuteShape(stored, kChannelsFirst);
+  return {s, stridedIndices(s, {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]})};
+}
+}  // namespace
+
 Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
   Tensor out(op.result()->type());
   std::vector<double> xv = toDoubles(x), wv = toDoubles(w), sums(static_cast<size_t>(out.numElements()), 0.0);
-  // Channels-last: the same terms over the channels-first views, their indices moved to where
-  // each [n,c,h,w] element is stored ([n,h,w,c]'s strides in n,c,h,w order).
-  bool last = isChannelsLast(op);
-  Shape xs = last ? permuteShape(x.shape(), kChannelsFirst) : x.shape();
-  Shape ys = last ? permuteShape(out.shape(), kChannelsFirst) : out.shape();
-  auto stored = [&](const Shape& s) {
-    return last ? stridedIndices(s, {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]}) : std::vector<int64_t>{};
-  };
-  std::vector<int64_t> xAt = stored(xs), yAt = stored(ys);
-  forEachConvTerm(op, xs, w.shape(), ys, [&](int64_t y, int64_t xi, int64_t wi) {
-    if (last) y = yAt[static_cast<size_t>(y)], xi = xAt[static_cast<size_t>(xi)];
-    sums[y] += xv[xi] * wv[wi];
+  ChannelsFirstView xs = channelsFirstView(op, x.shape()), ys = channelsFirstView(op, out.shape());
+  forEachConvTerm(op, xs.shape, w.shape(), ys.shape, [&](int64_t y, int64_t xi, int64_t wi) {
+    sums[static_cast<size_t>(ys(y))] += xv[static_cast<size_t>(xs(xi))] * wv[static_cast<size_t>(wi)];
   });
   for (size_t i = 0; i < sums.size(); ++i) out.setDouble(static_cast<int64_t>(i), sums[i]);
   return out;
@@ -115,7 +123,7 @@ Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
 // Padding never takes part: max_pool2d is the max of the window's real elements (a NaN wins, as
 // in max), avg_pool2d their mean (count_include_pad = false). pads < kernel (checked by the
 // verifier) guarantees every window holds at least one real element. Channels-last pools the
-// same planes, reading and writing at [n,h,w,c] positions.
+// channels-first view's planes (ChannelsFirstView).
 Tensor pool2d(const Op& op, const Tensor& x) {
   Tensor out(op.result()->type());
   std::vector<int64_t> kernel = op.intsAttr("kernel");
@@ -124,15 +132,10 @@ Tensor pool2d(const Op& op, const Tensor& x) {
   std::vector<int64_t> pads = op.intsAttr("pads");
   std::vector<int64_t> dil = op.intsAttr("dilations");
   bool isMax = op.kind() == OpKind::MaxPool2d;
-  bool last = isChannelsLast(op);
-  Shape xs = last ? permuteShape(x.shape(), kChannelsFirst) : x.shape();
-  Shape ys = last ? permuteShape(out.shape(), kChannelsFirst) : out.shape();
-  int64_t channels = xs[1], planes = xs[0] * xs[1], height = xs[2], width = xs[3];
-  int64_t outH = ys[2], outW = ys[3];
-  // Where plane p's element (y, x) of a [planes, rows, cols] view is stored.
-  auto at = [&](int64_t p, int64_t y, int64_t x, int64_t rows, int64_t cols) {
-    return last ? ((p / channels * rows + y) * cols + x) * channels + p % channels : (p * rows + y) * cols + x;
-  };
+  ChannelsFirstView xs = channelsFirstView(op, x.shape()), ys = channelsFirstView(op, out.shape());
+  int64_t planes = xs.shape[0] * xs.shape[1], height = xs.shape[2], width = xs.shape[3];
+  int64_t outH = ys.shape[2], outW = ys.shape[3];
+  int64_t index = 0;
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oy = 0; oy < outH; ++oy)
       for (int64_t ox = 0; ox < outW; ++ox) {
@@ -144,14 +147,14 @@ Tensor pool2d(const Op& op, const Tensor& x) {
           for (int64_t kx = 0; kx < kernel[1]; ++kx) {
             int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
             if (ix < 0 || ix >= width) continue;
-            double v = x.getDouble(at(p, iy, ix, height, width));
+            double v = x.getDouble(xs((p * height + iy) * width + ix));
             if (!isMax) acc += v;
             else if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
             else acc = std::max(acc, v);
             ++count;
           }
         }
-        out.setDouble(at(p, oy, ox, outH, outW), isMax ? acc : acc / static_cast<double>(count));
+        out.setDouble(ys(index++), isMax ? acc : acc / static_cast<double>(count));
       }
   return out;
 }
