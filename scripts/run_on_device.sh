@@ -175,8 +175,10 @@ fi
 
 # --- steps ------------------------------------------------------------------------------------------
 RESERVE=25   # seconds kept for compare, the summary and packing the logs
-run_step() {  # run_step NAME LIMIT_S FUNCTION
-  local name=$1 limit=$2 fn=$3 left t0 rc st logf
+run_step() {  # run_step NAME LIMIT_S FUNCTION; KILN_<NAME>_LIMIT_S overrides LIMIT_S
+  local name=$1 limit=$2 fn=$3 left t0 rc st logf override
+  override=KILN_${name^^}_LIMIT_S
+  limit=${!override:-$limit}
   logf=$WORK/logs/$name.log
   left=$((BUDGET - (SECONDS - START) - RESERVE))
   [ "$name" = compare ] && left=$((left + RESERVE - 5))
