@@ -10,6 +10,8 @@
 #include <optional>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
 #include "passes/epilogue_match.h"
 #include "ir/constant_data.h"
 #include "ir/shape_rules.h"
@@ -309,6 +311,13 @@ bool hasLibraryOp(const KernelGroup& group) {
   return std::any_of(group.ops.begin(), group.ops.end(), [](const Op* op) { return isLibraryOp(*op); });
 }
 
+// Below this many multiply-adds a matmul is computed faster by its generated kernel than by a
+// oneDNN call, whose setup and thread start cost ~4-6 us: on the 2-core sandbox, [1,32] x [32,128]
+// (4K) 1.1 us generated against 5.6 us, [1,480] x [480,20] (9.6K) 1.9 against 5.0, [1,1152] x
+// [1152,48] (55K) 9.3 against 7-17, [64,64] x [64,64] (262K) 17-26 against 7-9. Squeeze-and-excite
+// blocks are made of such matmuls (passes/conv_as_matmul.h).
+constexpr int64_t kOnednnMinMultiplyAdds = int64_t{1} << 15;
+
 // The same rules on both targets, with the library named: cuBLASLt and cuDNN on the GPU; oneDNN on
 // the CPU, for f32 matmuls and convolutions and bf16 matmuls (the generated kernels compute the
 // other types as kiln specifies: f16 through f32, f64 accumulating in f64). Where oneDNN cannot
@@ -338,6 +347,9 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   if (dtype != DType::F32 && !bf16Matmul)
     return GeneratedKernel{std::string(dtypeName(dtype)) + " " + std::string(hero.name()) +
                            ": kiln calls oneDNN for f32, and bf16 matmuls, only"};
+  if (const auto* m = std::get_if<MatmulCall>(&call); m && m->batch * m->m * m->n * m->k < kOnednnMinMultiplyAdds)
+    return GeneratedKernel{fmt::format("a matmul of {} multiply-adds: oneDNN's call costs more than computing it here",
+                                       m->batch * m->m * m->n * m->k)};
   return call;
 #else
   return GeneratedKernel{std::string(hero.name()) + ": kiln was built without oneDNN (install libdnnl-dev and rebuild)"};
