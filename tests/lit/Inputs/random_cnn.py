@@ -36,7 +36,7 @@ def gen(seed):
         c = [v for v in vals if len(v[1]) == 4]
         return rnd.choice(c)
     for step in range(rnd.randint(4, 9)):
-        kind = rnd.choice(["conv", "conv", "conv", "ew", "ew", "bcast", "reduce", "pool", "add2"])
+        kind = rnd.choice(["conv", "conv", "conv", "ew", "ew", "bcast", "reduce", "pool", "add2", "se"])
         name, (n, c, h, w) = four()
         if kind == "conv":
             o = rnd.choice([2, 3, 4, 6])
@@ -88,6 +88,19 @@ def gen(seed):
             lines.append(f"  %{v} = {op} %{name} {{axes = {axes}, keepdims = {'true' if keep else 'false'}}}")
             shape = tuple((1 if i in axes else d) for i, d in enumerate((n, c, h, w)) if keep or i not in axes)
             vals.append((v, shape))
+        elif kind == "se":  # squeeze-and-excite: 1x1 convs over the pooled 1x1 image (conv-as-matmul)
+            r = rnd.choice([1, 2, 3])
+            pooled, w1, b1, hidden, act, w2, scale, gate, v = (new(p) for p in ("v", "w", "b", "v", "v", "w", "v", "v", "v"))
+            params += [f"%{w1}: f32[{r},{c},1,1]", f"%{b1}: f32[{r},1,1]", f"%{w2}: f32[{c},{r},1,1]"]
+            squeezed = new()
+            lines += [f"  %{pooled} = reduce_mean %{name} {{axes = [2, 3], keepdims = true}}",
+                      f"  %{hidden} = conv2d %{pooled}, %{w1}",
+                      f"  %{squeezed} = add %{hidden}, %{b1}",
+                      f"  %{act} = {rnd.choice(['relu', 'silu', 'sigmoid'])} %{squeezed}",
+                      f"  %{scale} = conv2d %{act}, %{w2}",
+                      f"  %{gate} = sigmoid %{scale}",
+                      f"  %{v} = mul %{name}, %{gate}"]
+            vals.append((v, (n, c, h, w)))
         elif kind == "pool":
             if h < 3 or w < 3: continue
             op = rnd.choice(["max_pool2d", "max_pool2d", "avg_pool2d"])
