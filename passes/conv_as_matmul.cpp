@@ -60,12 +60,18 @@ bool rewriteIn(Block& block) {
   for (Op* conv : convs) {
     const TensorType& x = conv->operand(0)->type();
     const TensorType& y = conv->result()->type();
-    int64_t channels = isChannelsLast(*conv) ? x.shape[3] : x.shape[1];
-    Value* rows = insertOpBefore(*conv, OpKind::Reshape, {conv->operand(0)}, {{"shape", Attr::ints({x.shape[0], channels})}});
-    Value* product = insertOpBefore(*conv, OpKind::Matmul, {rows, rightOperand(*conv)});
     Op* weightDef = conv->operand(1)->definingOp();
-    replaceOp(*conv, insertOpBefore(*conv, OpKind::Reshape, {product}, {{"shape", Attr::ints(y.shape)}},
-                                    conv->result()->name()));
+    Value* product;
+    if (isChannelsLast(*conv)) {
+      // [N,1,1,C] x [C,O] is [N,1,1,O] as it stands (the leading dims are the matmul's batch, which
+      // the library call folds into rows): no reshape, so no copy kernel, on either side.
+      product = insertOpBefore(*conv, OpKind::Matmul, {conv->operand(0), rightOperand(*conv)}, {}, conv->result()->name());
+    } else {
+      Value* rows = insertOpBefore(*conv, OpKind::Reshape, {conv->operand(0)}, {{"shape", Attr::ints({x.shape[0], x.shape[1]})}});
+      Value* matrix = insertOpBefore(*conv, OpKind::Matmul, {rows, rightOperand(*conv)});
+      product = insertOpBefore(*conv, OpKind::Reshape, {matrix}, {{"shape", Attr::ints(y.shape)}}, conv->result()->name());
+    }
+    replaceOp(*conv, product);
     // The constant weight, now held transposed, goes unless something else reads it.
     if (weightDef && weightDef->kind() == OpKind::Constant && weightDef->result()->uses().empty())
       weightDef->parentBlock()->erase(weightDef);

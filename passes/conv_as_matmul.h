@@ -11,7 +11,8 @@
 namespace kiln::passes {
 
 // Rewrites each f32/f64 conv2d with one group, a [O,C,1,1] weight, no padding and a 1x1 input
-// image (either layout) as `reshape(matmul(reshape(x, [N,C]), wT), the conv's type)`. wT is the
+// image as `reshape(matmul(reshape(x, [N,C]), wT), [N,O,1,1])`, or channels-last as
+// `matmul(x, wT)` ([N,1,1,C] x [C,O], batch dims broadcast: [N,1,1,O] as it is). wT is the
 // weight as [C,O]: a constant weight is transposed here, once, so the library reads it as a plain
 // right operand; any other is reshaped and transposed in the program.
 PassResult rewriteConvAsMatmul(Module& module, PassContext& context);
