@@ -25,13 +25,9 @@ namespace kiln {
 
 namespace {
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
 // Kernels assume 16-byte aligned buffers (vector loads and stores, codegen/element_emitter.cpp);
-// results are written straight into the caller's Tensors, whose bytes come from operator new.
-static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16, "result tensors must be 16-byte aligned");
+// results are written straight into the caller's Tensors, whose bytes come from allocateHostBytes
+// (64-byte aligned at least).
 
 // A kernel's error word says which check failed, not with what value. For the message the
 // interpreter would give ("gather: index 7 is out of range [-5, 5) for axis 0"), the group's ops
@@ -83,13 +79,13 @@ class ExecutionContext {
   ExecutionContext(const Executable& exe, const ExecuteOptions& options) : exe_(exe), options_(options) {
     const BufferPlan& plan = exe.bufferPlan_;
     // Never null, even when nothing is planned: empty values still get an address.
-    size_t bytes = std::max(plan.arenaBytes(), plan.alignment());
-    arena_.reset(static_cast<uint8_t*>(std::aligned_alloc(plan.alignment(), bytes)));
-    KILN_INTERNAL_CHECK(arena_, "cpu backend: out of memory for a " + std::to_string(bytes) + "-byte arena");
+    // (From allocateHostBytes, which keeps the memory of the last run's arena for this one.)
+    KILN_INTERNAL_CHECK(plan.alignment() <= 256, "cpu backend: allocateHostBytes aligns arenas to 256 bytes");
+    arena_.resize(std::max(plan.arenaBytes(), plan.alignment()));
     // Every result is written whole by its kernel (or copied), so its memory is not zeroed first.
     for (const Value* v : plan.resultValues()) results_.emplace(v, Tensor::uninitialized(v->type()));
-    // Constant data is read where the executable's IR holds it (16-byte aligned, as Tensor bytes
-    // come from operator new): no copy per run.
+    // Constant data is read where the executable's IR holds it (aligned, as Tensor bytes come
+    // from allocateHostBytes): no copy per run.
     for (const Value* v : exe.constants_)
       borrow(v, static_cast<const uint8_t*>(constantDataBytes(v)));
   }
@@ -136,7 +132,7 @@ class ExecutionContext {
   // even when empty).
   uint8_t* allocate(const Value* v) {
     const BufferPlan& plan = exe_.bufferPlan_;
-    if (plan.has(v)) return buffers_[v] = arena_.get() + plan.offset(v);
+    if (plan.has(v)) return buffers_[v] = arena_.data() + plan.offset(v);
     auto it = results_.find(v);
     KILN_INTERNAL_CHECK(it != results_.end(), "cpu backend: the buffer plan has no place for a value");
     borrow(v, static_cast<const uint8_t*>(it->second.data()));
@@ -296,7 +292,7 @@ class ExecutionContext {
 
   const Executable& exe_;
   const ExecuteOptions& options_;
-  std::unique_ptr<uint8_t, FreeDeleter> arena_;
+  std::vector<uint8_t, UninitializedAllocator<uint8_t>> arena_;
   std::unordered_map<const Value*, Tensor> results_;  // the function's results, by value
   std::unordered_map<const Value*, uint8_t*> buffers_;
   collectives::InFlight<collectives::ReductionThread::Ticket> inFlight_;
