@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "codegen/late_inline.h"
+#include "codegen/streaming_stores.h"
 #include "codegen/llvm_pipeline.h"
 #include "codegen/vector_math.h"
 
@@ -381,6 +382,8 @@ void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, ll
 }
 
 }  // namespace
+
+int64_t CpuTarget::streamingOutputBytes() const { return codegen::streamingOutputBytes(); }
 
 int CpuTarget::floatSumLanes() const {
   static const int lanes = hostHasAvx512() ? 16 : hostHas("avx") ? 8 : 4;  // 512-, 256- or 128-bit vectors

@@ -8,6 +8,7 @@
 #include "codegen/column_reduction.h"
 #include "codegen/element_emitter.h"
 #include "codegen/matmul_tile.h"
+#include "codegen/streaming_stores.h"
 #include "codegen/transpose_tile.h"
 
 namespace kiln::codegen {
@@ -123,6 +124,15 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
           else if (cpuMatmul) emitter.emitCpuMatmulItem(*cpuMatmul, item);
           else emitter.emitLoopItem(item);
         });
+    // Outputs too big for the caches stream past them; not a generated matmul's, which adds into
+    // its outputs block by block.
+    if (int64_t threshold = target.streamingOutputBytes(); threshold > 0 && !tiledMatmul && !cpuMatmul) {
+      std::vector<int> streaming;
+      for (size_t k = 0; k < group->outputs.size(); ++k)
+        if (static_cast<int64_t>(group->outputs[k]->type().byteSize()) >= threshold)
+          streaming.push_back(static_cast<int>(group->inputs.size() + k));
+      markStreamingOutputs(*kernel, streaming);
+    }
     // A kernel that does not verify is a bug in kiln: stop here, naming the kernel and the problem.
     std::string problems;
     llvm::raw_string_ostream os(problems);

@@ -2,6 +2,7 @@
 #include "codegen/llvm_pipeline.h"
 
 #include "codegen/late_inline.h"
+#include "codegen/streaming_stores.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -10,10 +11,12 @@
 namespace kiln::codegen {
 
 namespace {
-// After the loop vectoriser, the functions it widened through kiln's vector variants go inline.
+// After the loop vectoriser, the functions it widened through kiln's vector variants go inline,
+// and the stores to outputs too big for the caches stream.
 struct InlineLatePass : llvm::PassInfoMixin<InlineLatePass> {
   llvm::PreservedAnalyses run(llvm::Module& module, llvm::ModuleAnalysisManager&) {
     inlineLateFunctions(module);
+    streamStores(module);
     return llvm::PreservedAnalyses::none();
   }
 };

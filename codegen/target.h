@@ -103,6 +103,9 @@ class TargetHooks {
   // the double's lanes, computing the elements (an exp, a tanh) at half width; the hint
   // (llvm.loop.vectorize.width) keeps them at full width, the sum in two double vectors.
   virtual int floatSumLanes() const { return 0; }
+  // Output bytes from which a generated kernel's output is written with streaming (non-temporal)
+  // stores, or 0 for never (the GPU): streaming_stores.h.
+  virtual int64_t streamingOutputBytes() const { return 0; }
   // GPU only: an array of `count` elements of `type` in shared memory, one per block, owned by the
   // kernel being emitted (named <kernel>.<what>); and a barrier every thread of the block reaches.
   virtual llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,
