@@ -124,8 +124,8 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
           else if (cpuMatmul) emitter.emitCpuMatmulItem(*cpuMatmul, item);
           else emitter.emitLoopItem(item);
         });
-    // Outputs too big for the caches stream past them; not a generated matmul's, which adds into
-    // its outputs block by block.
+    // Outputs too big for the caches stream past them (streaming_stores.h). The generated matmuls
+    // (what oneDNN does not take: f16, f64, integers) are left as they were.
     if (int64_t threshold = target.streamingOutputBytes(); threshold > 0 && !tiledMatmul && !cpuMatmul) {
       std::vector<int> streaming;
       for (size_t k = 0; k < group->outputs.size(); ++k)
