@@ -13,7 +13,7 @@ namespace kiln::codegen {
 namespace {
 // After the loop vectoriser, the functions it widened through kiln's vector variants go inline,
 // and the stores to outputs too big for the caches stream.
-struct InlineLatePass : llvm::PassInfoMixin<InlineLatePass> {
+struct AfterVectoriserPass : llvm::PassInfoMixin<AfterVectoriserPass> {
   llvm::PreservedAnalyses run(llvm::Module& module, llvm::ModuleAnalysisManager&) {
     inlineLateFunctions(module);
     streamStores(module);
@@ -40,7 +40,7 @@ void runO3(llvm::Module& module, llvm::TargetMachine& tm, const PipelineSettings
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   pb.registerOptimizerLastEPCallback(
-      [](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) { mpm.addPass(InlineLatePass()); });
+      [](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) { mpm.addPass(AfterVectoriserPass()); });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   keepLateFunctions(module);
   mpm.run(module, mam);

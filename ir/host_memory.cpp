@@ -1,5 +1,6 @@
 // allocateHostBytes and releaseHostBytes (include/kiln/tensor.h): aligned host memory, freed blocks
 // of 1 MiB and more kept for the next allocation of their size.
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -63,9 +64,11 @@ KeptBlocks& keptBlocks() {
 }
 
 size_t alignmentFor(size_t bytes) { return bytes >= kLargeAlignment ? kLargeAlignment : kSmallAlignment; }
+// The size actually allocated: at least one byte, a whole number of alignments.
 size_t roundedUp(size_t bytes) {
-  size_t alignment = alignmentFor(bytes == 0 ? 1 : bytes);
-  return ((bytes == 0 ? 1 : bytes) + alignment - 1) / alignment * alignment;
+  bytes = std::max<size_t>(bytes, 1);
+  size_t alignment = alignmentFor(bytes);
+  return (bytes + alignment - 1) / alignment * alignment;
 }
 
 }  // namespace

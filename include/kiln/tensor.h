@@ -2,9 +2,9 @@
 // functions, constants, .npy data. Part of kiln's public API (docs/api.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
