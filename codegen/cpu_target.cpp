@@ -1,6 +1,7 @@
 // The host CPU target: kernel ABI, math, TargetMachine, O3 pipeline and assembly output.
 #include "codegen/cpu_target.h"
 
+#include <cmath>
 #include <functional>
 
 #include "codegen/late_inline.h"
@@ -142,9 +143,9 @@ std::pair<double, double> splitConstant(double k) {
 }
 
 // min(x, hi) then max(., lo), each as `bound < v ? bound : v` (and `>`), which passes a NaN v
-// through: the form x86's minps/maxps compute in one instruction each. A NaN then reaches the
-// float-to-int conversions of the formulas below, whose result LLVM makes poison; the callers
-// select x for NaN, and a select whose chosen arm is x is not poison.
+// through: the form x86's minps/maxps compute in one instruction each. In exp a NaN then reaches
+// a float-to-int conversion, whose result LLVM makes poison, so expInline selects x for NaN (a
+// select whose chosen arm is x is not poison); tanh's formula has no conversion to guard.
 llvm::Value* clampKeepingNaN(llvm::IRBuilder<>& b, llvm::Value* x, double lo, double hi) {
   llvm::Type* type = x->getType();
   llvm::Value* low = llvm::ConstantFP::get(type, lo);
@@ -155,7 +156,8 @@ llvm::Value* clampKeepingNaN(llvm::IRBuilder<>& b, llvm::Value* x, double lo, do
 
 // f32 exp in a few vector instructions and no call: e^x = 2^(x log2 e) by exp2Split over the whole
 // range. x is clamped to [-104, 89], beyond which e^x is 0 or inf in f32 (the clamped value gives
-// them too); NaN is passed through (with tanhInline's caveat under --fast-math).
+// them too); NaN is passed through by the last select (under --fast-math the builder's no-NaN
+// flag lets LLVM drop that guard, as it may drop any NaN handling).
 // tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
 llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x, const ScaleFn& scale = scaleInTwoSteps) {
   llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
@@ -163,41 +165,51 @@ llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x, const ScaleFn& scal
   return b.CreateSelect(isNaN, x, exp2Split(b, clampKeepingNaN(b, x, -104.0, 89.0), high, low, scale));
 }
 
-// e^t - 1 for f32 t in [0, 20] (tanh's 2|x|): t = n ln 2 + r with r in [-ln2/2, ln2/2] (r = t
-// exactly while t < ln2/2, so small t keeps every bit), e^r - 1 = r P(r) with P of degree 5
+// e^t - 1 for f32 t in [-20, 20] (tanh's 2x): t = n ln 2 + r with r in [-ln2/2, ln2/2] (r = t
+// exactly while |t| < ln2/2, so small t keeps every bit), e^r - 1 = r P(r) with P of degree 5
 // fitted for kiln (least squares on the relative error), and e^t - 1 = 2^n (e^r - 1) + (2^n - 1).
+// n is rounded by adding and subtracting 1.5 * 2^23 (the sum's low mantissa bits are then n, so
+// 2^n is those bits shifted into the exponent field): all float arithmetic, so a NaN t gives NaN
+// with no float-to-int conversion (whose NaN result LLVM makes poison) and no guard; and three
+// instructions where roundeven, a conversion and an integer add took five.
 llvm::Value* expm1Small(llvm::IRBuilder<>& b, llvm::Value* t) {
   llvm::Type* type = t->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
-  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(t, c(1.4426950408889634)));
-  auto [high, low] = splitConstant(0.6931471805599453);  // ln 2
-  llvm::Value* minusN = b.CreateFNeg(n);
-  llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {minusN, c(high), t});
-  r = b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {minusN, c(low), r});
+  auto fma = [&](llvm::Value* x, llvm::Value* y, llvm::Value* z) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {x, y, z}); };
+  constexpr double kRoundingShift = 12582912.0;  // 1.5 * 2^23: adding it rounds |v| < 2^22 to an integer
+  llvm::Value* shifted = fma(t, c(1.4426950408889634), c(kRoundingShift));
+  llvm::Value* n = b.CreateFSub(shifted, c(kRoundingShift));
+  // r = t - n ln 2 as n (-high) + t, then n (-low) + r, with ln 2 = high + low split so that both
+  // parts are positive: for n = +0 each product is -0, and -0 + t keeps a -0 t's sign (tanh(-0)
+  // = -0). (Negating n instead lets the backend fold the negation into the sum above.)
+  constexpr double kLn2 = 0.6931471805599453;
+  float high = static_cast<float>(kLn2);
+  if (high > kLn2) high = std::nextafter(high, 0.0f);
+  llvm::Value* r = fma(n, c(-(kLn2 - high)), fma(n, c(-high), t));
   static constexpr double kExpm1[] = {1.0, 0.4999999701976776, 0.16666506230831146, 0.041667137295007706,
                                       0.008369074203073978, 0.0013888871762901545};
   llvm::Value* fraction = b.CreateFMul(r, horner(b, kExpm1, r));
-  llvm::Value* scale = powerOfTwo(b, b.CreateFPToSI(n, b.getInt32Ty()));
-  return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {scale, fraction, b.CreateFSub(scale, c(1.0))});
+  // The shifted sum's bits are 0x4b400000 + n; its top nine bits leave with the shift.
+  llvm::Type* intType = type->getWithNewType(b.getInt32Ty());
+  llvm::Value* exponent = b.CreateShl(b.CreateAdd(b.CreateBitCast(shifted, intType), llvm::ConstantInt::get(intType, 127)), 23);
+  llvm::Value* scale = b.CreateBitCast(exponent, type);
+  // 2^n - 1 as -(1 - 2^n): the same value (rounding to nearest is symmetric), but -0 for n = 0, so
+  // a -0 fraction stays -0.
+  return fma(scale, fraction, b.CreateFNeg(b.CreateFSub(c(1.0), scale)));
 }
 
-// f32 tanh in a few vector instructions and no call: tanh |x| = q / (q + 2) with q = e^(2|x|) - 1
-// by expm1Small, the sign put back. One formula for every |x| (a polynomial for small |x| and
-// 1 - 2 / (e^(2|x|) + 1) for the rest, both computed for every lane and one selected, took ~20%
-// longer in the elementwise chain); at most 3 ulp, small |x| included, since expm1Small keeps
-// their bits. |x| is capped at 10, past which tanh is 1 in f32 (from 9.01); NaN is passed through
-// by the last select (clampKeepingNaN says why the poison on the other arm does not matter; under
-// --fast-math the builder's no-NaN flag lets LLVM drop the guard, as it may drop any NaN handling).
+// f32 tanh in a few vector instructions and no call: tanh x = q / (q + 2) with q = e^(2x) - 1 by
+// expm1Small, for either sign (q is in (-1, 0] for x <= 0, q + 2 in (1, 2], no cancellation). One
+// formula for every x (a polynomial for small |x| and 1 - 2 / (e^(2|x|) + 1) for the rest, both
+// computed for every lane and one selected, took ~20% longer in the elementwise chain); at most 3
+// ulp, small |x| included, since expm1Small keeps their bits. x is clamped to [-10, 10], past which
+// tanh is +-1 in f32 (from 9.01); a NaN passes the clamp and every step after it.
 // tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
 llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
-  auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
-  llvm::Value* isNaN = b.CreateFCmpUNO(x, x);
-  llvm::Value* magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  llvm::Value* capped = b.CreateSelect(b.CreateFCmpOLT(c(10.0), magnitude), c(10.0), magnitude);  // as clampKeepingNaN
-  llvm::Value* q = expm1Small(b, b.CreateFAdd(capped, capped));
-  llvm::Value* tanh = b.CreateFDiv(q, b.CreateFAdd(q, c(2.0)));
-  return b.CreateSelect(isNaN, x, b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, tanh, x));
+  llvm::Value* clamped = clampKeepingNaN(b, x, -10.0, 10.0);
+  llvm::Value* q = expm1Small(b, b.CreateFAdd(clamped, clamped));
+  return b.CreateFDiv(q, b.CreateFAdd(q, llvm::ConstantFP::get(type, 2.0)));
 }
 
 }  // namespace
