@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "codegen/library_call.h"
@@ -33,6 +34,9 @@ class OnednnCall {
   // Bytes of weights packed when the call was made (0: none were constant, or oneDNN takes them
   // as kiln lays them out).
   size_t packedBytes() const;
+  // The primitives a run executes, in order, each as "kind:implementation" in oneDNN's names
+  // ("reorder:jit:uni", "matmul:gemm:jit", ...): what `ONEDNN_VERBOSE=1` would print, for tests.
+  std::vector<std::string> primitives() const;
 
  private:
   OnednnCall();
