@@ -149,6 +149,18 @@ struct PrimitiveDesc {
   ~PrimitiveDesc() {
     if (pd) dnnl_primitive_desc_destroy(pd);
   }
+  // oneDNN's primitive for `desc` with `attr` (a backward one given its forward's as `hint`).
+  Status create(const_dnnl_op_desc_t desc, const PostOps& attr, const_dnnl_primitive_desc_t hint = nullptr) {
+    KILN_TRY(attr.status());
+    KILN_DNNL(dnnl_primitive_desc_create, &pd, desc, attr.get(), engine().engine, hint);
+    return {};
+  }
+  // The implementation oneDNN picked: "gemm:jit", "jit_1x1:avx2", "brg:avx512_core", ...
+  std::string_view implementation() const {
+    const char* name = nullptr;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name) != dnnl_success || !name) return "";
+    return name;
+  }
 };
 
 }  // namespace
@@ -234,16 +246,15 @@ struct OnednnCall::State {
     const char* implementation = nullptr;
     KILN_DNNL(dnnl_primitive_desc_query, pd, dnnl_query_primitive_kind, 0, &kind);
     KILN_DNNL(dnnl_primitive_desc_query, pd, dnnl_query_impl_info_str, 0, &implementation);
-    step.name = fmt::format("{}:{}", dnnl_prim_kind2str(kind), implementation ? implementation : "?");
+    step.name = fmt::format("{}:{}", dnnl_prim_kind2str(kind), implementation);
     to.push_back(std::move(step));
     return {};
   }
 
   Status addPrimitive(const_dnnl_op_desc_t desc, const PostOps& attr, std::vector<Arg> args,
                       const_dnnl_primitive_desc_t hint = nullptr) {
-    KILN_TRY(attr.status());
     PrimitiveDesc pd;
-    KILN_DNNL(dnnl_primitive_desc_create, &pd.pd, desc, attr.get(), engine().engine, hint);
+    KILN_TRY(pd.create(desc, attr, hint));
     return addStep(pd.pd, std::move(args), steps);
   }
 
@@ -252,9 +263,8 @@ struct OnednnCall::State {
   // taken as they are (the bias).
   Status addWithLayouts(const_dnnl_op_desc_t desc, const PostOps& attr, const std::vector<LayoutOperand>& operands,
                         std::vector<Arg> extra, const_dnnl_primitive_desc_t hint = nullptr) {
-    KILN_TRY(attr.status());
     PrimitiveDesc pd;
-    KILN_DNNL(dnnl_primitive_desc_create, &pd.pd, desc, attr.get(), engine().engine, hint);
+    KILN_TRY(pd.create(desc, attr, hint));
     std::vector<Arg> args = std::move(extra);
     std::vector<Step> after;  // output reorders, run after the call
     for (const LayoutOperand& o : operands) {
@@ -348,12 +358,9 @@ struct OnednnCall::State {
     if (call.dtype != DType::F32 || call.batch > 1 || call.transposeB || (call.n * 4) % kAliasingStride != 0 ||
         call.m < minRows || call.m >= kMaxRows)
       return false;
-    KILN_TRY(attr.status());
     PrimitiveDesc pd;
-    KILN_DNNL(dnnl_primitive_desc_create, &pd.pd, desc, attr.get(), engine().engine, nullptr);
-    const char* implementation = nullptr;
-    KILN_DNNL(dnnl_primitive_desc_query, pd.pd, dnnl_query_impl_info_str, 0, &implementation);
-    if (!implementation || !std::string_view(implementation).starts_with("gemm:jit")) return false;
+    KILN_TRY(pd.create(desc, attr));
+    if (!pd.implementation().starts_with("gemm:jit")) return false;
     if (!packedOnce) return true;
     // Constant weights: only where oneDNN kept them in kiln's layout (else it packs them its way).
     const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, dnnl_query_weights_md, 0);
@@ -362,10 +369,10 @@ struct OnednnCall::State {
   }
 
   // Convolutions are described with "any" layouts, so oneDNN picks its own (NHWC for its brgemm
-  // kernels on AVX-512, nChw16c for others), and reorders convert kiln's layouts around the call
-  // where they differ: measured 2x faster than oneDNN's kernels for plain NCHW, reorders
+  // kernels on AVX-512, nChw16c or nChw8c for others), and reorders convert kiln's layouts around
+  // the call where they differ: measured 2x faster than oneDNN's kernels for plain NCHW, reorders
   // included. A channels-last conv2d (the channels-last pass) holds x and y as NHWC, which
-  // oneDNN's choice then matches without a reorder.
+  // oneDNN then takes as they are where it has a jit kernel for them (below).
   Status conv(const codegen::ConvCall& call) {
     if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 convolutions only");
     dnnl_format_tag_t activations = call.channelsLast ? dnnl_nhwc : dnnl_nchw;
@@ -392,9 +399,24 @@ struct OnednnCall::State {
               call.direction == D::Forward ? dnnl_forward_inference : dnnl_forward_training, dnnl_convolution_direct,
               &xAny, &wAny, hasBias ? &bias : nullptr, &yAny, strides, dilates, padL, padR);
     if (call.direction == D::Forward) {
+      PostOps epilogue = convPostOps(call.epilogue);
+      // Channels-last activations as they are, where oneDNN has a jit kernel for NHWC (every one
+      // on AVX-512 and AVX2 in oneDNN 2.6, it seems); given "any", oneDNN without AVX-512 picks
+      // nChw8c and a reorder before and after every convolution took ~40% of MobileNetV2's time:
+      // on the 2-core Zen 3 sandbox, MobileNetV2 7.6-7.8 -> 4.3-4.6 ms, EfficientNet-B0 12.4-12.8
+      // -> 8.8-9.4, ResNet-50 55 -> 50 (onnxruntime 4.6-5.1, 8.4-9.0, 46-54 in the same hour).
+      if (call.channelsLast) {
+        dnnl_convolution_desc_t inPlace;
+        KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &inPlace, dnnl_forward_inference, dnnl_convolution_direct,
+                  &x, &wAny, hasBias ? &bias : nullptr, &y, strides, dilates, padL, padR);
+        PrimitiveDesc probe;
+        if (probe.create(&inPlace, epilogue).ok() &&
+            (probe.implementation().starts_with("jit") || probe.implementation().starts_with("brg")))
+          forward = inPlace;
+      }
       std::vector<Arg> extra;
       if (hasBias) extra.push_back({DNNL_ARG_BIAS, bias, call.bias});
-      return addWithLayouts(&forward, convPostOps(call.epilogue),
+      return addWithLayouts(&forward, epilogue,
                             {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
                              {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
                              {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true}},
@@ -402,9 +424,8 @@ struct OnednnCall::State {
     }
     // The backward primitives take the forward one's descriptor as a hint.
     PostOps none;
-    KILN_TRY(none.status());
     PrimitiveDesc hint;
-    KILN_DNNL(dnnl_primitive_desc_create, &hint.pd, &forward, none.get(), engine().engine, nullptr);
+    KILN_TRY(hint.create(&forward, none));
     dnnl_convolution_desc_t backward;
     if (call.direction == D::BackwardData) {
       KILN_DNNL(dnnl_dilated_convolution_backward_data_desc_init, &backward, dnnl_convolution_direct, &xAny, &wAny,

@@ -339,6 +339,58 @@ TEST(Onednn, AliasingRowsOfBAreReadPadded) {
   }
 }
 
+// A channels-last convolution with constant weights: where oneDNN has a jit kernel for NHWC, it
+// reads x and writes y as kiln holds them, so a run is the convolution alone (its weights packed
+// once), with no reorder of the activations before or after it; equal to the interpreter.
+TEST(Onednn, ChannelsLastActivationsAreNotReordered) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
+#endif
+  const std::string texts[] = {
+      fmt::format(R"(func @main(%x: f32[1,14,14,16], %b: f32[24]) -> f32[1,14,14,24] {{
+  %w = constant {} : f32[24,16,3,3]
+  %c = conv2d %x, %w {{pads = [1, 1, 1, 1], layout = "nhwc"}}
+  %y = add %c, %b
+  return %y
+}})", literal({24, 16, 3, 3})),
+      fmt::format(R"(func @main(%x: f32[2,9,9,16]) -> f32[2,5,5,16] {{
+  %w = constant {} : f32[16,1,3,3]
+  %y = conv2d %x, %w {{pads = [1, 1, 1, 1], strides = [2, 2], groups = 16, layout = "nhwc"}}
+  return %y
+}})", literal({16, 1, 3, 3})),
+  };
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text.substr(0, 60));
+    auto m = parseModule(text, "nhwc.kiln");
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    const Function& f = *(*m)->entry();
+    auto exe = Executable::compile(f, {});
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    for (const codegen::KernelGroup* group : (*exe)->plan().allGroups()) {
+      if (!codegen::hasLibraryOp(*group)) continue;
+      std::vector<const void*> constants;
+      for (const Value* v : group->inputs) constants.push_back(constantDataBytes(v));
+      auto call = OnednnCall::create(codegen::selectLibraryCall(*group, codegen::Target::Cpu), constants);
+      ASSERT_TRUE(call.ok()) << call.error().str();
+      std::vector<std::string> primitives = (*call)->primitives();
+      ASSERT_FALSE(primitives.empty());
+      std::string conv = primitives.back();
+      if (!conv.starts_with("convolution:jit") && !conv.starts_with("convolution:brg")) {
+        std::cout << "oneDNN has no jit kernel for NHWC here (" << conv << "): the activations are reordered\n";
+        continue;
+      }
+      EXPECT_EQ(primitives.size(), 1u) << "a reorder runs with " << conv;
+      EXPECT_GT((*call)->packedBytes(), 0u);
+    }
+    std::vector<Tensor> inputs = randomInputs(f, 3);
+    auto want = interpret(f, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().str();
+    auto got = (*exe)->run(inputs);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    expectClose((*got)[0], (*want)[0], "NHWC convolution");
+  }
+}
+
 TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
 #if !KILN_HAVE_ONEDNN
   GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
