@@ -4,8 +4,10 @@
 // compute.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -223,6 +225,34 @@ std::string literal(const std::vector<int>& shape, size_t axis = 0, int first = 
 
 // A model's constant weights are packed into oneDNN's layout once, when the call is made: a
 // matmul's (plain and read transposed) and a convolution's; each still equals the interpreter.
+// Compiles `text`, makes each library kernel's oneDNN call as the executable makes it (with the
+// kernel's constant buffers) for `inspect`, then runs the executable `runs` times (a second run
+// reuses the call's kept scratch) against the interpreter.
+void checkLibraryCalls(const std::string& text, const std::function<void(const OnednnCall&)>& inspect, int runs = 1) {
+  SCOPED_TRACE(text.substr(0, 60));
+  auto m = parseModule(text, "calls.kiln");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  const Function& f = *(*m)->entry();
+  auto exe = Executable::compile(f, {});
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  for (const codegen::KernelGroup* group : (*exe)->plan().allGroups()) {
+    if (!codegen::hasLibraryOp(*group)) continue;
+    std::vector<const void*> constants;
+    for (const Value* v : group->inputs) constants.push_back(constantDataBytes(v));
+    auto call = OnednnCall::create(codegen::selectLibraryCall(*group, codegen::Target::Cpu), constants);
+    ASSERT_TRUE(call.ok()) << call.error().str();
+    inspect(**call);
+  }
+  std::vector<Tensor> inputs = randomInputs(f, 5);
+  auto want = interpret(f, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  for (int run = 0; run < runs; ++run) {
+    auto got = (*exe)->run(inputs);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    expectClose((*got)[0], (*want)[0], "library call");
+  }
+}
+
 TEST(Onednn, ConstantWeightsArePackedOnce) {
 #if !KILN_HAVE_ONEDNN
   GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
@@ -248,32 +278,14 @@ TEST(Onednn, ConstantWeightsArePackedOnce) {
 }})", literal({16, 16, 3, 3})),
   };
   for (const std::string& text : texts) {
-    SCOPED_TRACE(text.substr(0, 60));
-    auto m = parseModule(text, "packed.kiln");
-    ASSERT_TRUE(m.ok()) << m.error().str();
-    const Function& f = *(*m)->entry();
-    auto exe = Executable::compile(f, {});
-    ASSERT_TRUE(exe.ok()) << exe.error().str();
-    // The library kernel's call, made as the executable makes it: its weights are packed, or
-    // (oneDNN's gemm on hosts without AVX-512 multiplies B as kiln lays it out) read where they
-    // lie; never reordered on every run, so the call is the primitive alone.
+    // Its weights are packed, or (oneDNN's gemm on hosts without AVX-512 multiplies B as kiln lays
+    // it out) read where they lie; never reordered on every run, so the call is the primitive alone.
     bool packed = false, readInPlace = false;
-    for (const codegen::KernelGroup* group : (*exe)->plan().allGroups()) {
-      if (!codegen::hasLibraryOp(*group)) continue;
-      std::vector<const void*> constants;
-      for (const Value* v : group->inputs) constants.push_back(constantDataBytes(v));
-      auto call = OnednnCall::create(codegen::selectLibraryCall(*group, codegen::Target::Cpu), constants);
-      ASSERT_TRUE(call.ok()) << call.error().str();
-      packed |= (*call)->packedBytes() > 0;
-      readInPlace |= (*call)->primitives().size() == 1 && (*call)->primitives()[0].starts_with("matmul:gemm:jit");
-    }
-    EXPECT_TRUE(packed || readInPlace) << "the weights were neither packed nor read in place";
-    std::vector<Tensor> inputs = randomInputs(f, 5);
-    auto want = interpret(f, inputs);
-    ASSERT_TRUE(want.ok()) << want.error().str();
-    auto got = (*exe)->run(inputs);
-    ASSERT_TRUE(got.ok()) << got.error().str();
-    expectClose((*got)[0], (*want)[0], "packed weights");
+    checkLibraryCalls(text, [&](const OnednnCall& call) {
+      packed |= call.packedBytes() > 0;
+      readInPlace |= call.primitives().size() == 1 && call.primitives()[0].starts_with("matmul:gemm:jit");
+    });
+    EXPECT_TRUE(packed || readInPlace) << "the weights were neither packed nor read in place: " << text.substr(0, 60);
   }
 }
 
@@ -302,40 +314,19 @@ TEST(Onednn, AliasingRowsOfBAreReadPadded) {
 }})", literal({48, 1024})), true},
   };
   for (const Padded& c : cases) {
-    SCOPED_TRACE(c.text.substr(0, 60));
-    auto m = parseModule(c.text, "padded.kiln");
-    ASSERT_TRUE(m.ok()) << m.error().str();
-    const Function& f = *(*m)->entry();
-    auto exe = Executable::compile(f, {});
-    ASSERT_TRUE(exe.ok()) << exe.error().str();
-    for (const codegen::KernelGroup* group : (*exe)->plan().allGroups()) {
-      if (!codegen::hasLibraryOp(*group)) continue;
-      std::vector<const void*> constants;
-      for (const Value* v : group->inputs) constants.push_back(constantDataBytes(v));
-      auto call = OnednnCall::create(codegen::selectLibraryCall(*group, codegen::Target::Cpu), constants);
-      ASSERT_TRUE(call.ok()) << call.error().str();
-      std::vector<std::string> primitives = (*call)->primitives();
+    checkLibraryCalls(c.text, [&](const OnednnCall& call) {
+      std::vector<std::string> primitives = call.primitives();
       ASSERT_FALSE(primitives.empty());
       if (!primitives.back().starts_with("matmul:gemm:jit")) {
         std::cout << "oneDNN multiplies with " << primitives.back() << " here: B is read as it is\n";
-        continue;
-      }
-      if (c.constant) {
-        EXPECT_EQ((*call)->packedBytes(), size_t{48 * (1024 + 16) * 4}) << "the constant B was not packed into padded rows";
+      } else if (c.constant) {
+        EXPECT_EQ(call.packedBytes(), size_t{48 * (1024 + 16) * 4}) << "the constant B was not packed into padded rows";
         EXPECT_EQ(primitives.size(), 1u);
       } else {
         ASSERT_EQ(primitives.size(), 2u) << "B is not copied into padded rows before the matmul";
         EXPECT_TRUE(primitives[0].starts_with("reorder:")) << primitives[0];
       }
-    }
-    std::vector<Tensor> inputs = randomInputs(f, 9);
-    auto want = interpret(f, inputs);
-    ASSERT_TRUE(want.ok()) << want.error().str();
-    for (int run = 0; run < 2; ++run) {  // the second run reuses the kept scratch copy
-      auto got = (*exe)->run(inputs);
-      ASSERT_TRUE(got.ok()) << got.error().str();
-      expectClose((*got)[0], (*want)[0], "padded B");
-    }
+    }, 2);
   }
 }
 
@@ -360,34 +351,19 @@ TEST(Onednn, ChannelsLastActivationsAreNotReordered) {
 }})", literal({16, 1, 3, 3})),
   };
   for (const std::string& text : texts) {
-    SCOPED_TRACE(text.substr(0, 60));
-    auto m = parseModule(text, "nhwc.kiln");
-    ASSERT_TRUE(m.ok()) << m.error().str();
-    const Function& f = *(*m)->entry();
-    auto exe = Executable::compile(f, {});
-    ASSERT_TRUE(exe.ok()) << exe.error().str();
-    for (const codegen::KernelGroup* group : (*exe)->plan().allGroups()) {
-      if (!codegen::hasLibraryOp(*group)) continue;
-      std::vector<const void*> constants;
-      for (const Value* v : group->inputs) constants.push_back(constantDataBytes(v));
-      auto call = OnednnCall::create(codegen::selectLibraryCall(*group, codegen::Target::Cpu), constants);
-      ASSERT_TRUE(call.ok()) << call.error().str();
-      std::vector<std::string> primitives = (*call)->primitives();
-      ASSERT_FALSE(primitives.empty());
-      std::string conv = primitives.back();
+    checkLibraryCalls(text, [&](const OnednnCall& call) {
+      std::vector<std::string> primitives = call.primitives();
+      auto found = std::find_if(primitives.begin(), primitives.end(),
+                                [](const std::string& p) { return p.starts_with("convolution:"); });
+      ASSERT_NE(found, primitives.end()) << "no convolution among the call's primitives";
+      const std::string conv = *found;
       if (!conv.starts_with("convolution:jit") && !conv.starts_with("convolution:brg")) {
         std::cout << "oneDNN has no jit kernel for NHWC here (" << conv << "): the activations are reordered\n";
-        continue;
+        return;
       }
       EXPECT_EQ(primitives.size(), 1u) << "a reorder runs with " << conv;
-      EXPECT_GT((*call)->packedBytes(), 0u);
-    }
-    std::vector<Tensor> inputs = randomInputs(f, 3);
-    auto want = interpret(f, inputs);
-    ASSERT_TRUE(want.ok()) << want.error().str();
-    auto got = (*exe)->run(inputs);
-    ASSERT_TRUE(got.ok()) << got.error().str();
-    expectClose((*got)[0], (*want)[0], "NHWC convolution");
+      EXPECT_GT(call.packedBytes(), 0u);
+    });
   }
 }
 
