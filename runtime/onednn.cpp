@@ -246,7 +246,7 @@ struct OnednnCall::State {
     const char* implementation = nullptr;
     KILN_DNNL(dnnl_primitive_desc_query, pd, dnnl_query_primitive_kind, 0, &kind);
     KILN_DNNL(dnnl_primitive_desc_query, pd, dnnl_query_impl_info_str, 0, &implementation);
-    step.name = fmt::format("{}:{}", dnnl_prim_kind2str(kind), implementation);
+    step.name = fmt::format("{}:{}", dnnl_prim_kind2str(kind), implementation ? implementation : "?");
     to.push_back(std::move(step));
     return {};
   }
@@ -400,11 +400,12 @@ struct OnednnCall::State {
               &xAny, &wAny, hasBias ? &bias : nullptr, &yAny, strides, dilates, padL, padR);
     if (call.direction == D::Forward) {
       PostOps epilogue = convPostOps(call.epilogue);
-      // Channels-last activations as they are, where oneDNN has a jit kernel for NHWC (every one
-      // on AVX-512 and AVX2 in oneDNN 2.6, it seems); given "any", oneDNN without AVX-512 picks
-      // nChw8c and a reorder before and after every convolution took ~40% of MobileNetV2's time:
-      // on the 2-core Zen 3 sandbox, MobileNetV2 7.6-7.8 -> 4.3-4.6 ms, EfficientNet-B0 12.4-12.8
-      // -> 8.8-9.4, ResNet-50 55 -> 50 (onnxruntime 4.6-5.1, 8.4-9.0, 46-54 in the same hour).
+      // Channels-last activations as they are, where oneDNN has a jit kernel for NHWC (on AVX2
+      // its jit:avx2, jit_1x1:avx2 and jit_dw:avx2 took every convolution of MobileNetV2,
+      // EfficientNet-B0 and ResNet-50). Given "any", oneDNN without AVX-512 picks nChw8c, and a
+      // reorder before and after every convolution took ~40% of MobileNetV2's time: on the 2-core
+      // Zen 3 sandbox, MobileNetV2 7.6-7.8 -> 4.3-4.6 ms, EfficientNet-B0 12.4-12.8 -> 8.8-9.4,
+      // ResNet-50 54-55 -> 51-53 (onnxruntime 4.6-5.1, 8.4-9.0, 46-54 in the same hour).
       if (call.channelsLast) {
         dnnl_convolution_desc_t inPlace;
         KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &inPlace, dnnl_forward_inference, dnnl_convolution_direct,
