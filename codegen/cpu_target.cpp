@@ -177,52 +177,50 @@ llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x, const ScaleFn& scal
   return b.CreateSelect(isNaN, x, exp2Split(b, clampKeepingNaN(b, x, -104.0, 89.0), high, low, scale));
 }
 
-// e^t - 1 for f32 t in [-20, 20] (tanh's 2x): t = n ln 2 + r with r in [-ln2/2, ln2/2] (r = t
-// exactly while |t| < ln2/2, so small t keeps every bit), e^r - 1 = r P(r) with P of degree 5
-// fitted for kiln (least squares on the relative error), and e^t - 1 = 2^n (e^r - 1) + (2^n - 1).
-// n is rounded by adding and subtracting 1.5 * 2^23 (the sum's low mantissa bits are then n, so
-// 2^n is those bits shifted into the exponent field): all float arithmetic, so a NaN t gives NaN
-// with no float-to-int conversion (whose NaN result LLVM makes poison) and no guard; and three
-// instructions where roundeven, a conversion and an integer add took five.
-llvm::Value* expm1Small(llvm::IRBuilder<>& b, llvm::Value* t) {
-  llvm::Type* type = t->getType();
+// f32 tanh in a few vector instructions and no call: tanh x = q / (q + 2) with q = e^(2x) - 1, for
+// either sign (q is in (-1, 0] for x <= 0, q + 2 in (1, 2]: no cancellation). x is clamped to
+// [-10, 10], past which tanh is +-1 in f32 (from 9.01); a NaN passes the clamp and every step.
+// q by a reduction in natural units: 2x = n ln 2 + r with r in [-ln2/2, ln2/2], kept as h = r/2
+// (so 2x is never formed), e^r - 1 = r P(r) with P of degree 5 fitted for kiln (least squares on
+// the relative error; in h, the same polynomial with its coefficients scaled by powers of two:
+// the same bits), and q = 2^n (e^r - 1) + (2^n - 1); h = x exactly while |2x| < ln2/2, so small
+// |x| keep every bit. At most 3 ulp. n is rounded by adding and subtracting 1.5 * 2^23: the sum's
+// low mantissa bits are then n, so 2^n is those bits shifted into the exponent field, with no
+// float-to-int conversion (whose NaN result LLVM makes poison) and so no NaN guard. q + 2 is
+// formed beside q, as 2^n (e^r - 1) + (2^n + 1), not after it: these loops are bound by their
+// chain of dependent instructions. One formula for every x: the earlier form computed a
+// small-|x| polynomial and 1 - 2 / (e^(2|x|) + 1) for every lane and selected one, ~20% slower.
+// tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
+llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
-  auto fma = [&](llvm::Value* x, llvm::Value* y, llvm::Value* z) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {x, y, z}); };
+  auto fma = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {p, q, r}); };
+  llvm::Value* clamped = clampKeepingNaN(b, x, -10.0, 10.0);
   constexpr double kRoundingShift = 12582912.0;  // 1.5 * 2^23: adding it rounds |v| < 2^22 to an integer
-  llvm::Value* shifted = fma(t, c(1.4426950408889634), c(kRoundingShift));
+  llvm::Value* shifted = fma(clamped, c(2 * 1.4426950408889634), c(kRoundingShift));  // 2x log2(e)
   llvm::Value* n = b.CreateFSub(shifted, c(kRoundingShift));
-  // r = t - n ln 2 as n (-high) + t, then n (-low) + r, with ln 2 = high + low split so that both
-  // parts are positive: for n = +0 each product is -0, and -0 + t keeps a -0 t's sign (tanh(-0)
+  // h = x - n ln2/2 as n (-high) + x, then n (-low) + h, with ln 2 / 2 = high + low split so that
+  // both parts are positive: for n = +0 each product is -0, and -0 + x keeps a -0 x's sign (tanh(-0)
   // = -0). (Negating n instead lets the backend fold the negation into the sum above.)
-  constexpr double kLn2 = 0.6931471805599453;
-  float high = static_cast<float>(kLn2);
-  if (high > kLn2) high = std::nextafter(high, 0.0f);
-  llvm::Value* r = fma(n, c(-(kLn2 - high)), fma(n, c(-high), t));
-  static constexpr double kExpm1[] = {1.0, 0.4999999701976776, 0.16666506230831146, 0.041667137295007706,
-                                      0.008369074203073978, 0.0013888871762901545};
-  // r P(r), not r + r^2 Q(r): r^2 Q is +0 for r = -0, and +0 + -0 would lose the sign again.
-  llvm::Value* fraction = b.CreateFMul(r, polynomial(b, kExpm1, r, b.CreateFMul(r, r)));
+  constexpr double kHalfLn2 = 0.6931471805599453 / 2;
+  float high = static_cast<float>(kHalfLn2);
+  if (high > kHalfLn2) high = std::nextafter(high, 0.0f);
+  llvm::Value* h = fma(n, c(-(kHalfLn2 - high)), fma(n, c(-high), clamped));
+  // P(r)'s coefficients p_k as 2^(k+1) p_k: h P'(h) = (r/2) (2 P(r)) = r P(r).
+  static constexpr double kExpm1[] = {1.0 * 2, 0.4999999701976776 * 4, 0.16666506230831146 * 8,
+                                      0.041667137295007706 * 16, 0.008369074203073978 * 32,
+                                      0.0013888871762901545 * 64};
+  // h P'(h), not h + h^2 Q(h): h^2 Q is +0 for h = -0, and +0 + -0 would lose the sign again.
+  llvm::Value* fraction = b.CreateFMul(h, polynomial(b, kExpm1, h, b.CreateFMul(h, h)));
   // The shifted sum's bits are 0x4b400000 + n; its top nine bits leave with the shift.
   llvm::Type* intType = type->getWithNewType(b.getInt32Ty());
   llvm::Value* exponent = b.CreateShl(b.CreateAdd(b.CreateBitCast(shifted, intType), llvm::ConstantInt::get(intType, 127)), 23);
   llvm::Value* scale = b.CreateBitCast(exponent, type);
   // 2^n - 1 as -(1 - 2^n): the same value (rounding to nearest is symmetric), but -0 for n = 0, so
   // a -0 fraction stays -0.
-  return fma(scale, fraction, b.CreateFNeg(b.CreateFSub(c(1.0), scale)));
-}
-
-// f32 tanh in a few vector instructions and no call: tanh x = q / (q + 2) with q = e^(2x) - 1 by
-// expm1Small, for either sign (q is in (-1, 0] for x <= 0, q + 2 in (1, 2], no cancellation). One
-// formula for every x (a polynomial for small |x| and 1 - 2 / (e^(2|x|) + 1) for the rest, both
-// computed for every lane and one selected, took ~20% longer in the elementwise chain); at most 3
-// ulp, small |x| included, since expm1Small keeps their bits. x is clamped to [-10, 10], past which
-// tanh is +-1 in f32 (from 9.01); a NaN passes the clamp and every step after it.
-// tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
-llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
-  llvm::Type* type = x->getType();
-  llvm::Value* clamped = clampKeepingNaN(b, x, -10.0, 10.0);
-  llvm::Value* q = expm1Small(b, b.CreateFAdd(clamped, clamped));
-  return b.CreateFDiv(q, b.CreateFAdd(q, llvm::ConstantFP::get(type, 2.0)));
+  llvm::Value* q = fma(scale, fraction, b.CreateFNeg(b.CreateFSub(c(1.0), scale)));
+  llvm::Value* qPlus2 = fma(scale, fraction, b.CreateFAdd(scale, c(1.0)));
+  return b.CreateFDiv(q, qPlus2);
 }
 
 }  // namespace
