@@ -149,8 +149,11 @@ struct PrimitiveDesc {
   ~PrimitiveDesc() {
     if (pd) dnnl_primitive_desc_destroy(pd);
   }
-  // oneDNN's primitive for `desc` with `attr` (a backward one given its forward's as `hint`).
+  // oneDNN's primitive for `desc` with `attr` (a backward one given its forward's as `hint`), in
+  // place of the one held before.
   Status create(const_dnnl_op_desc_t desc, const PostOps& attr, const_dnnl_primitive_desc_t hint = nullptr) {
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    pd = nullptr;
     KILN_TRY(attr.status());
     KILN_DNNL(dnnl_primitive_desc_create, &pd, desc, attr.get(), engine().engine, hint);
     return {};
@@ -265,11 +268,16 @@ struct OnednnCall::State {
                         std::vector<Arg> extra, const_dnnl_primitive_desc_t hint = nullptr) {
     PrimitiveDesc pd;
     KILN_TRY(pd.create(desc, attr, hint));
+    return addWithLayouts(pd, operands, std::move(extra));
+  }
+
+  // As above, for a primitive descriptor already made.
+  Status addWithLayouts(const PrimitiveDesc& pd, const std::vector<LayoutOperand>& operands, std::vector<Arg> extra) {
     std::vector<Arg> args = std::move(extra);
     std::vector<Step> after;  // output reorders, run after the call
     for (const LayoutOperand& o : operands) {
       const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, o.query, 0);
-      if (!chosen) return Error("oneDNN: the convolution reports no layout for an operand");
+      if (!chosen) return Error("oneDNN: the primitive reports no layout for an operand");
       if (dnnl_memory_desc_equal(chosen, &o.plain)) {
         args.push_back({o.dnnlArg, o.plain, o.buffer, -1});
         continue;
@@ -329,7 +337,7 @@ struct OnednnCall::State {
     dnnl_matmul_desc_t desc;
     KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, constant ? &bAny : &b, call.bias >= 0 ? &bias : nullptr, &c);
     PostOps attr(activation);
-    Expected<bool> pad = padsRowsOfB(call, &desc, attr, constant);
+    Expected<bool> pad = padsRowsOfB(call, &desc, attr, b, constant);
     if (!pad) return pad.error();
     if (*pad) {
       dnnl_memory_desc_t padded = paddedRows(type, call.k, call.n);
@@ -352,7 +360,7 @@ struct OnednnCall::State {
   // packed once it is free, and helps from m = 8 (61 -> 115 GFLOP/s at k = n = 1024; at m = 1
   // the padded rows are slower).
   Expected<bool> padsRowsOfB(const codegen::MatmulCall& call, const dnnl_matmul_desc_t* desc, const PostOps& attr,
-                             bool packedOnce) {
+                             const dnnl_memory_desc_t& plainB, bool packedOnce) {
     constexpr int64_t kAliasingStride = 2048, kMaxRows = 384;
     int64_t minRows = packedOnce ? 8 : 64;
     if (call.dtype != DType::F32 || call.batch > 1 || call.transposeB || (call.n * 4) % kAliasingStride != 0 ||
@@ -364,8 +372,7 @@ struct OnednnCall::State {
     if (!packedOnce) return true;
     // Constant weights: only where oneDNN kept them in kiln's layout (else it packs them its way).
     const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, dnnl_query_weights_md, 0);
-    dnnl_memory_desc_t plain = matrixDesc(dnnl_f32, 1, call.k, call.n, 0, false);
-    return chosen && dnnl_memory_desc_equal(chosen, &plain);
+    return chosen && dnnl_memory_desc_equal(chosen, &plainB);
   }
 
   // Convolutions are described with "any" layouts, so oneDNN picks its own (NHWC for its brgemm
@@ -406,18 +413,19 @@ struct OnednnCall::State {
       // reorder before and after every convolution took ~40% of MobileNetV2's time: on the 2-core
       // Zen 3 sandbox, MobileNetV2 7.6-7.8 -> 4.3-4.6 ms, EfficientNet-B0 12.4-12.8 -> 8.8-9.4,
       // ResNet-50 54-55 -> 51-53 (onnxruntime 4.6-5.1, 8.4-9.0, 46-54 in the same hour).
+      PrimitiveDesc pd;
+      bool inPlace = false;
       if (call.channelsLast) {
-        dnnl_convolution_desc_t inPlace;
-        KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &inPlace, dnnl_forward_inference, dnnl_convolution_direct,
+        dnnl_convolution_desc_t nhwc;
+        KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &nhwc, dnnl_forward_inference, dnnl_convolution_direct,
                   &x, &wAny, hasBias ? &bias : nullptr, &y, strides, dilates, padL, padR);
-        PrimitiveDesc probe;
-        if (probe.create(&inPlace, epilogue).ok() &&
-            (probe.implementation().starts_with("jit") || probe.implementation().starts_with("brg")))
-          forward = inPlace;
+        inPlace = pd.create(&nhwc, epilogue).ok() &&
+                  (pd.implementation().starts_with("jit") || pd.implementation().starts_with("brg"));
       }
+      if (!inPlace) KILN_TRY(pd.create(&forward, epilogue));
       std::vector<Arg> extra;
       if (hasBias) extra.push_back({DNNL_ARG_BIAS, bias, call.bias});
-      return addWithLayouts(&forward, epilogue,
+      return addWithLayouts(pd,
                             {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
                              {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
                              {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true}},
