@@ -37,6 +37,7 @@ class CpuTarget : public TargetHooks {
   bool reassociatesSums() const override { return true; }
   int floatSumLanes() const override;
   bool tilesColumnReductions() const override { return true; }
+  bool loopsPoolWindows() const override { return true; }
   int64_t streamingOutputBytes() const override;
   // No shared memory or block on the CPU: never called (internal errors).
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,

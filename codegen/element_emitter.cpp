@@ -372,27 +372,37 @@ void ElementEmitter::setCurrent(const Index& index, llvm::Value* linear, const S
   currentShape_ = shape;
 }
 
-void ElementEmitter::emitSegmentItem(size_t segment, llvm::Value* item) { emitSegmentItem(group_.segments[segment], item); }
+void ElementEmitter::setItemPart(const ItemPart& part, llvm::Value* item, llvm::Value* column) {
+  int64_t k = itemColumns_ = part.columnsPerItem;
+  item_ = k == 1 ? item : b.CreateMul(item, i64(k), "first", true, true);
+  itemColumn_ = !column || k == 1 ? column : b.CreateMul(column, i64(k), "column.first", true, true);
+  itemRowLength_ = part.rowLength * k;
+}
+
+void ElementEmitter::emitSegmentItem(size_t segment, llvm::Value* item) {
+  emitSegmentItem(group_.segments[segment], itemColumns_ == 1 ? item : item_, itemColumns_);
+}
 
 void ElementEmitter::emitLoopItem(llvm::Value* item) {
   int64_t width = elementsPerItem(group_, target_);
-  if (group_.segments.size() == 1) return emitSegmentItem(group_.segments[0], width == 1 ? item : b.CreateMul(item, i64(width)));
+  if (group_.segments.size() == 1)
+    return emitSegmentItem(group_.segments[0], width == 1 ? item : b.CreateMul(item, i64(width)), width);
   // Segments one after another in item space; each item lies in exactly one.
   int64_t begin = 0;
   for (const Segment& segment : group_.segments) {
     int64_t items = (numElements(segment.shape) + width - 1) / width;
     llvm::Value* inside = b.CreateAnd(b.CreateICmpUGE(item, i64(begin)), b.CreateICmpULT(item, i64(begin + items)));
     ifThen(inside, [&] {
-      emitSegmentItem(segment, b.CreateMul(b.CreateSub(item, i64(begin)), i64(width)));
+      emitSegmentItem(segment, b.CreateMul(b.CreateSub(item, i64(begin)), i64(width)), width);
       return Values{};
     }, {});
     begin += items;
   }
 }
 
-void ElementEmitter::emitSegmentItem(const Segment& segment, llvm::Value* first) {
+void ElementEmitter::emitSegmentItem(const Segment& segment, llvm::Value* first, int64_t width) {
   const Shape& shape = segment.shape;
-  int64_t n = numElements(shape), width = elementsPerItem(group_, target_);
+  int64_t n = numElements(shape);
   // The index of element first + j. When the last dim is a multiple of the width, an item never
   // crosses a row: one delinearisation, then the last index plus j (contiguous for broadcast
   // inputs too).
@@ -401,7 +411,7 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, llvm::Value* first)
   auto elementIndex = [&](int64_t j, llvm::Value* linear) {
     if (!sameRow) return delinearize(linear, shape);
     Index index = firstIndex;
-    if (j) index.back() = b.CreateAdd(index.back(), i64(j));
+    if (j) index.back() = b.CreateAdd(index.back(), i64(j), "", /*HasNUW=*/true, /*HasNSW=*/true);
     return index;
   };
   auto compute = [&](size_t k, const Index& index, llvm::Value* linear) {
@@ -416,7 +426,8 @@ void ElementEmitter::emitSegmentItem(const Segment& segment, llvm::Value* first)
       linears.push_back(j ? b.CreateAdd(first, i64(j)) : first);
       indices.push_back(elementIndex(j, linears.back()));
     }
-    if (width > 1) preloadInputs(shape, indices, linears, sameRow);
+    // (The GPU's vector loads; a CPU loop of window columns is widened by the loop vectoriser.)
+    if (width > 1 && itemColumns_ == 1) preloadInputs(shape, indices, linears, sameRow);
     // Every element's values first, then every store: neighbouring stores end up adjacent.
     std::vector<std::pair<size_t, std::pair<llvm::Value*, llvm::Value*>>> stores;
     for (size_t j = 0; j < indices.size(); ++j)

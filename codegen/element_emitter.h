@@ -123,12 +123,11 @@ class ElementEmitter {
   // Row-major linear index of `index` in `shape`, and back (udiv/urem by constants).
   llvm::Value* linearize(const Index& index, const Shape& shape);
   Index delinearize(llvm::Value* linear, const Shape& shape);
-  // `item` is element `column` of a row of `rowLength` (the target loops row by row): delinearize
-  // takes the column as the last index instead of item % rowLength, and the rest from the row's
-  // start, which stays the same along the row.
-  void setItemColumn(llvm::Value* item, llvm::Value* column, int64_t rowLength) {
-    item_ = item, itemColumn_ = column, itemRowLength_ = rowLength;
-  }
+  // `item` is an item of `part` (the target loops part by part) and, where `column` is not null,
+  // item `column` of a row of part.rowLength (the target loops row by row): delinearize takes the
+  // column as the last index instead of item % rowLength, and the rest from the row's start, which
+  // stays the same along the row. An item is part.columnsPerItem elements side by side.
+  void setItemPart(const ItemPart& part, llvm::Value* item, llvm::Value* column);
   // NumPy broadcasting: the index into `from` that element `index` of `to` reads.
   Index broadcastIndex(const Index& index, const Shape& from, const Shape& to);
 
@@ -175,7 +174,8 @@ class ElementEmitter {
  private:
   llvm::Value* emitOp(const Op& op, unsigned result, const Index& index);
   llvm::Value* load(int input, const Index& index);
-  void emitSegmentItem(const Segment& segment, llvm::Value* first);
+  // Elements [first, first + width) of `segment`.
+  void emitSegmentItem(const Segment& segment, llvm::Value* first, int64_t width);
   // The element at `index` (linear `linear`) of the segment's shape, made current so that loads
   // of same-shaped inputs use the linear index directly (contiguous, hence vectorisable).
   void setCurrent(const Index& index, llvm::Value* linear, const Shape& shape);
@@ -239,9 +239,11 @@ class ElementEmitter {
                    const std::function<Values(const Values&, const Values&)>& combine);
   void forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body);
 
-  llvm::Value* item_ = nullptr;  // setItemColumn's
+  // setItemPart's, in elements: the item's first element, its column and the row's length.
+  llvm::Value* item_ = nullptr;
   llvm::Value* itemColumn_ = nullptr;
   int64_t itemRowLength_ = 0;
+  int64_t itemColumns_ = 1;  // the part's columnsPerItem
   TargetHooks& target_;
   const KernelGroup& group_;
   Values buffers_;
@@ -271,6 +273,9 @@ llvm::Value* emitLayout(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitReduction(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitBackward(ElementEmitter& e, const Op& op, const Index& index);  // emit_backward.cpp
+// Whether `op` is a max_pool2d_backward whose windows neither overlap nor reach into padding (a
+// 2x2 pool of stride 2): each input position lies in at most one window (emit_backward.cpp).
+bool isDisjointMaxPoolBackward(const Op& op);
 
 // How a reduce_* op accumulates (emit_reduction.cpp), shared by reductions computed per output
 // element and row kernels: floats in double, ints in wrapping i64.

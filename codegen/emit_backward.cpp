@@ -33,9 +33,12 @@ std::pair<llvm::Value*, llvm::Value*> windowOf(ElementEmitter& e, llvm::Value* i
 // Where windows cannot overlap (dilation 1, stride >= kernel: a 2x2 pool of stride 2) there is one
 // candidate, found by division, instead of one per kernel offset.
 struct PoolAxis {
-  int64_t kernel, stride, padBefore, dilation, outSize;
+  int64_t kernel, stride, padBefore, dilation, outSize, inSize;
   bool disjoint() const { return dilation == 1 && stride >= kernel; }
   int64_t candidates() const { return disjoint() ? 1 : kernel; }
+  // Disjoint windows that tile the axis exactly: every position lies in a window (a 2x2 pool of
+  // stride 2 over an even size), so candidate() needs no check and positions no clamp.
+  bool tiles() const { return disjoint() && stride == kernel && padBefore == 0 && inSize == outSize * stride; }
   // (the window, the kernel offset of `in` in it, whether that window exists) for candidate `iv`.
   std::tuple<llvm::Value*, llvm::Value*, llvm::Value*> candidate(ElementEmitter& e, llvm::Value* in,
                                                                  llvm::Value* iv) const {
@@ -47,6 +50,7 @@ struct PoolAxis {
     llvm::Value* t = b.CreateAdd(in, e.i64(padBefore));  // non-negative: in >= 0, padding >= 0
     llvm::Value* out = b.CreateUDiv(t, e.i64(stride));
     llvm::Value* offset = b.CreateSub(t, b.CreateMul(out, e.i64(stride)));
+    if (tiles()) return {out, offset, b.getTrue()};
     llvm::Value* valid = b.CreateAnd(b.CreateICmpULT(offset, e.i64(kernel)), b.CreateICmpULT(out, e.i64(outSize)));
     return {out, offset, valid};
   }
@@ -126,11 +130,12 @@ llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Inde
   const Value* dy = op.operand(1);
   auto [oy, ky, yValid] = rows.candidate(e, index[2], e.i64(0));
   auto [ox, kx, xValid] = cols.candidate(e, index[3], e.i64(0));
-  auto clampTo = [&](llvm::Value* v, int64_t size) {
-    return b.CreateSelect(b.CreateICmpULT(v, e.i64(size)), v, e.i64(size - 1));
+  auto clampTo = [&](llvm::Value* v, const PoolAxis& axis) {
+    if (axis.tiles()) return v;  // in range already; a select would make the reads gathers
+    return b.CreateSelect(b.CreateICmpULT(v, e.i64(axis.outSize)), v, e.i64(axis.outSize - 1));
   };
-  oy = clampTo(oy, rows.outSize);
-  ox = clampTo(ox, cols.outSize);
+  oy = clampTo(oy, rows);
+  ox = clampTo(ox, cols);
   llvm::Type* type = e.computeType(x->type().dtype);
   Values init{llvm::ConstantFP::get(type, -INFINITY), e.i64(-1)};
   Values scan = e.loopNest({rows.kernel, cols.kernel}, init, [&](const Index& j, const Values& c) {
@@ -157,9 +162,9 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
   std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
   std::vector<int64_t> dil = op.intsAttr("dilations");
   if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
-  PoolAxis rows{kernel[0], strides[0], pads[0], dil[0], dys[2]}, cols{kernel[1], strides[1], pads[1], dil[1], dys[3]};
-  bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
-  if (isMax && !padded && rows.disjoint() && cols.disjoint()) return maxPoolBackwardDisjoint(e, op, index, rows, cols);
+  PoolAxis rows{kernel[0], strides[0], pads[0], dil[0], dys[2], xs[2]};
+  PoolAxis cols{kernel[1], strides[1], pads[1], dil[1], dys[3], xs[3]};
+  if (isDisjointMaxPoolBackward(op)) return maxPoolBackwardDisjoint(e, op, index, rows, cols);
   Shape candidates{rows.candidates(), cols.candidates()};
   llvm::Value* acc = e.loopNest(candidates, {e.f64(0.0)}, [&](const Index& c, const Values& sum) {
     auto [oy, ky, yValid] = rows.candidate(e, index[2], c[0]);
@@ -214,6 +219,15 @@ llvm::Value* gatherBackward(ElementEmitter& e, const Op& op, const Index& index)
 }
 
 }  // namespace
+
+bool isDisjointMaxPoolBackward(const Op& op) {
+  if (op.kind() != OpKind::MaxPool2dBackward) return false;
+  std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
+  std::vector<int64_t> dil = op.intsAttr("dilations");
+  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
+  bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  return !padded && dil[0] == 1 && dil[1] == 1 && strides[0] >= kernel[0] && strides[1] >= kernel[1];
+}
 
 llvm::Value* emitBackward(ElementEmitter& e, const Op& op, const Index& index) {
   switch (op.kind()) {

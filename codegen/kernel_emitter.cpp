@@ -66,6 +66,21 @@ std::optional<ColumnTiles> columnTilesOf(const KernelGroup& group, const Segment
 }
 }  // namespace
 
+int64_t poolWindowColumns(const KernelGroup& group, const Segment& segment) {
+  if (group.kind != KernelKind::Loop || segment.shape.empty() || readsTransposed(group, segment.shape)) return 1;
+  for (const Op* op : group.ops) {
+    if (!isDisjointMaxPoolBackward(*op) || op->result()->type().shape != segment.shape) continue;
+    std::vector<int64_t> strides = op->intsAttr("kernel");
+    if (const Attr* s = op->findAttr("strides")) strides = *s->getIntList();
+    if (strides[1] > 1 && segment.shape.back() % strides[1] == 0) return strides[1];
+  }
+  return 1;
+}
+
+int64_t windowColumnsOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
+  return target.loopsPoolWindows() && loopsByPart(group, target) ? poolWindowColumns(group, segment) : 1;
+}
+
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row) return group.numRows();
   if (auto tile = transposeTileOf(group, target)) return tile->tiles();
@@ -74,7 +89,7 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   int64_t width = elementsPerItem(group, target), items = 0;
   for (const Segment& s : group.segments) {
     auto columns = loopsByPart(group, target) ? columnTilesOf(group, s, target) : std::nullopt;
-    items += columns ? columns->items() : (numElements(s.shape) + width - 1) / width;
+    items += columns ? columns->items() : (numElements(s.shape) + width - 1) / width / windowColumnsOf(group, s, target);
   }
   return items;
 }
@@ -84,8 +99,10 @@ int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) 
   if (cpuMatmulRowsOf(group, target)) return kCpuMatmulRows * kCpuMatmulColumns;
   int64_t most = elementsPerItem(group, target);
   if (loopsByPart(group, target))
-    for (const Segment& s : group.segments)
+    for (const Segment& s : group.segments) {
       if (auto columns = columnTilesOf(group, s, target)) most = std::max(most, columns->tile);
+      else most = std::max(most, windowColumnsOf(group, s, target));
+    }
   return most;
 }
 
@@ -106,7 +123,9 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     if (loopsByPart(*group, target))
       for (const Segment& s : group->segments) {
         columns.push_back(columnTilesOf(*group, s, target));
+        int64_t k = windowColumnsOf(*group, s, target);
         if (columns.back()) parts.push_back({columns.back()->items(), 0, false});
+        else if (k > 1) parts.push_back({numElements(s.shape) / k, s.shape.back() / k, false, k});
         else parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back(), readsTransposed(*group, s.shape)});
       }
     llvm::Function* kernel = target.emitKernel(
@@ -114,7 +133,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
         [&](llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& buffers, llvm::Value* status, llvm::Value* item,
             llvm::Value* lane, llvm::Value* column, int part) {
           ElementEmitter emitter(b, target, *group, buffers, status, errors);
-          if (column) emitter.setItemColumn(item, column, parts[static_cast<size_t>(part)].rowLength);
+          if (part >= 0) emitter.setItemPart(parts[static_cast<size_t>(part)], item, column);
           if (part >= 0 && columns[static_cast<size_t>(part)])
             emitter.emitColumnTileItem(static_cast<size_t>(part), *columns[static_cast<size_t>(part)], item);
           else if (part >= 0) emitter.emitSegmentItem(static_cast<size_t>(part), item);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "codegen/column_reduction.h"
+#include "codegen/kernel_emitter.h"
 #include "codegen/library_call.h"
 #include "codegen/nvptx_target.h"
 #include "codegen/optimize.h"
@@ -41,11 +42,15 @@ std::string cpuStrategy(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop) return "";
   if (cpuMatmulRows(group))
     return "matmul blocks of " + std::to_string(kCpuMatmulRows) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, K outside";
-  std::string segments;
-  for (const Segment& s : group.segments)
+  std::string segments, windows;
+  for (const Segment& s : group.segments) {
     if (auto tiles = columnTiles(group, s))
       segments += (segments.empty() ? "" : " and ") + shapeStr(s.shape) + " in tiles of " + std::to_string(tiles->tile) + " columns";
-  return segments.empty() ? "" : "column reductions " + segments;
+    else if (int64_t k = poolWindowColumns(group, s); k > 1)
+      windows += (windows.empty() ? "" : " and ") + shapeStr(s.shape) + " in windows of " + std::to_string(k) + " columns";
+  }
+  if (!segments.empty()) segments = "column reductions " + segments;
+  return segments + (segments.empty() || windows.empty() ? "" : ", ") + windows;
 }
 
 double flopsOf(const KernelGroup& group) {

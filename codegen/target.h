@@ -39,6 +39,9 @@ struct ItemPart {
   // The part's elements are computed through a transpose that moves an input's innermost axis:
   // looping row by row would read that input with a stride, so the CPU goes in bands of rows.
   bool transposed = false;
+  // Elements per item, side by side in a row (windowColumnsOf in kernel_emitter.h): `items` and
+  // `rowLength` count items, and a row holds rowLength * columnsPerItem elements.
+  int64_t columnsPerItem = 1;
 };
 
 class TargetHooks {
@@ -94,6 +97,12 @@ class TargetHooks {
   // outside and the tile's columns inside (column_reduction.h): on the CPU, whose vectoriser only
   // widens innermost loops. GPU threads of a warp walk neighbouring columns side by side already.
   virtual bool tilesColumnReductions() const { return false; }
+  // Whether a loop kernel holding a max pool's backward pass over disjoint windows computes one
+  // window's columns per item (windowColumnsOf in kernel_emitter.h): on the CPU, where one
+  // element per item reads its window's columns through an index divided by the stride, which
+  // the vectoriser can only gather; a window's columns per item read and write them as
+  // interleaved groups it widens. GPU threads gather from cache lines their warp shares anyway.
+  virtual bool loopsPoolWindows() const { return false; }
   // Whether float sums may be reassociated (still in f64): on the CPU, so that the loop vectoriser
   // keeps several partial sums in SIMD lanes; the order is fixed by the compiled code, so runs stay
   // bit-identical. The GPU orders its sums itself (lanes, warps, split stages).

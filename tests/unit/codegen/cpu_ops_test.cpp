@@ -243,6 +243,11 @@ TEST(CpuOps, PoolGradients) {
       // window covers: past the last window (odd sizes) and in the gaps of stride 3.
       {"[1,2,9,9], %dy: T[1,2,4,4]", "kernel = [2, 2], strides = [2, 2]"},
       {"[1,2,8,8], %dy: T[1,2,3,3]", "kernel = [2, 2], strides = [3, 3]"},
+      // A window's columns per item (windowColumnsOf): rows long enough for the vector loop and
+      // its scalar rest, a row no window covers, and columns of stride 3 with a gap in each.
+      {"[2,3,4,40], %dy: T[2,3,2,20]", "kernel = [2, 2], strides = [2, 2]"},
+      {"[1,2,9,36], %dy: T[1,2,4,18]", "kernel = [2, 2], strides = [2, 2]"},
+      {"[1,2,6,39], %dy: T[1,2,2,13]", "kernel = [2, 2], strides = [3, 3]"},
   };
   for (const char* t : {"f32", "bf16"})
     for (const Pool& p : pools) {

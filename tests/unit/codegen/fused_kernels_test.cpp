@@ -103,6 +103,15 @@ const FusedCase kCases[] = {
   %r = sqrt %s
   return %r
 })"},
+    // A pool gradient a window's columns per item (windowColumnsOf) with the relu gradient fused
+    // after it: one kernel, reading %a as the window and as the relu's input.
+    {"pool_gradient_windows_with_epilogue", R"(func @main(%a: f32[2,3,6,40], %g: f32[2,3,3,20]) -> f32[2,3,6,40] {
+  %d = max_pool2d_backward %a, %g {kernel = [2, 2], strides = [2, 2]}
+  %z = constant 0.0 : f32[]
+  %p = gt %a, %z
+  %r = select %p, %d, %z
+  return %r
+})"},
 };
 
 std::unique_ptr<Module> fused(const std::string& source) {
