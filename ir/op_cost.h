@@ -6,8 +6,8 @@
 
 namespace kiln {
 
-// Floating-point operations of an op's dense math: 2 per multiply-add of a matmul or conv2d;
-// 0 for every other op (their cost is the memory they move).
+// Floating-point operations of an op's dense math: 2 per multiply-add of a matmul, a conv2d or
+// either of its gradients; 0 for every other op (their cost is the memory they move).
 double denseFlops(const Op& op);
 
 }  // namespace kiln
