@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "codegen/late_inline.h"
+#include "codegen/loop_hints.h"
 #include "codegen/streaming_stores.h"
 #include "codegen/llvm_pipeline.h"
 #include "codegen/vector_math.h"
@@ -306,8 +307,8 @@ void preferWideVectors(llvm::Function& f) {
 // [begin, end) row by row: for each row the chunk touches, an inner loop over its columns, so the
 // loop vectoriser sees a plain counted loop whose column is the induction variable (a broadcast
 // input's index), and never a vector that crosses a row. Ends branching to `exit`.
-void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, llvm::BasicBlock* exit,
-                  const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
+void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, int lanes,
+                  llvm::BasicBlock* exit, const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* entry = b.GetInsertBlock();
@@ -333,7 +334,8 @@ void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, in
   body(b.CreateAdd(rowStart, column, "i", true, true), column);
   llvm::Value* nextColumn = b.CreateAdd(column, b.getInt64(1), "column.next", true, true);
   column->addIncoming(nextColumn, b.GetInsertBlock());
-  b.CreateCondBr(b.CreateICmpSLT(nextColumn, lastColumn), columns, rowLatch);
+  setLoopHints(b.CreateCondBr(b.CreateICmpSLT(nextColumn, lastColumn), columns, rowLatch), 0,
+               interleaveCount(rowLength, lanes));
 
   b.SetInsertPoint(rowLatch);
   at->addIncoming(stop, rowLatch);
@@ -370,8 +372,8 @@ constexpr int64_t kBandRows = 32;
 // Rows this short go row by row instead: one row is a few bytes of output, and the input rows,
 // one per column, are read side by side.
 constexpr int64_t kShortRow = 4;
-void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, llvm::BasicBlock* exit,
-                   const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
+void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, int lanes,
+                   llvm::BasicBlock* exit, const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::Value* length = b.getInt64(static_cast<uint64_t>(rowLength));
@@ -384,7 +386,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   llvm::Value* tailBegin = b.CreateSelect(wholeRows, b.CreateMul(lastRow, length), end);
   auto* bands = llvm::BasicBlock::Create(ctx, "bands", f);
   auto* tail = llvm::BasicBlock::Create(ctx, "tail", f);
-  emitRowLoops(b, begin, headEnd, rowLength, bands, body);
+  emitRowLoops(b, begin, headEnd, rowLength, lanes, bands, body);
   b.SetInsertPoint(bands);
   llvm::Value* bandCount = b.CreateUDiv(b.CreateAdd(b.CreateSub(lastRow, firstRow), b.getInt64(kBandRows - 1)),
                                         b.getInt64(kBandRows));
@@ -399,7 +401,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
     });
     b.CreateBr(tail);
     b.SetInsertPoint(tail);
-    emitRowLoops(b, tailBegin, end, rowLength, exit, body);
+    emitRowLoops(b, tailBegin, end, rowLength, lanes, exit, body);
     return;
   }
   emitCountedLoop(b, b.getInt64(0), b.CreateSelect(wholeRows, bandCount, b.getInt64(0)), "band", [&](llvm::Value* band) {
@@ -414,7 +416,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   });
   b.CreateBr(tail);
   b.SetInsertPoint(tail);
-  emitRowLoops(b, tailBegin, end, rowLength, exit, body);
+  emitRowLoops(b, tailBegin, end, rowLength, lanes, exit, body);
 }
 
 // for (i = begin; i < end; ++i) body(i), then to `exit`.
@@ -487,9 +489,9 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
           body(b, buffers, status, item, b.getInt64(0), column, part);
         };
         if (parts[p].rowLength > 1 && parts[p].transposed)
-          emitBandLoops(b, lo, hi, parts[p].rowLength, after, partBody);
+          emitBandLoops(b, lo, hi, parts[p].rowLength, floatSumLanes(), after, partBody);
         else if (parts[p].rowLength > 1)
-          emitRowLoops(b, lo, hi, parts[p].rowLength, after, partBody);
+          emitRowLoops(b, lo, hi, parts[p].rowLength, floatSumLanes(), after, partBody);
         else
           emitFlatLoop(b, lo, hi, after, [&](llvm::Value* item) { body(b, buffers, status, item, b.getInt64(0), nullptr, part); });
         b.SetInsertPoint(after);

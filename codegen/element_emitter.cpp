@@ -1,7 +1,9 @@
 // The core of the shared element emitter: value representation and conversions, index
 // arithmetic, loops and branches, kernel errors, and the recursion from a value to its op.
 #include "codegen/element_emitter.h"
+
 #include "codegen/kernel_emitter.h"
+#include "codegen/loop_hints.h"
 
 #include <llvm/IR/Constants.h>
 
@@ -228,15 +230,7 @@ llvm::Value* ElementEmitter::accumulateRun(const Accumulation& acc, llvm::Value*
   int lanes = target_.floatSumLanes();
   if (!acc.widensFloats || lanes == 0 || count <= 1) return total;
   // The loop's exit block is the current block, and its latch the exit's only predecessor.
-  llvm::Instruction* latch = b.GetInsertBlock()->getSinglePredecessor()->getTerminator();
-  llvm::LLVMContext& c = ctx();
-  llvm::Metadata* width[] = {llvm::MDString::get(c, "llvm.loop.vectorize.width"),
-                             llvm::ConstantAsMetadata::get(b.getInt32(static_cast<uint32_t>(lanes)))};
-  llvm::Metadata* enable[] = {llvm::MDString::get(c, "llvm.loop.vectorize.enable"),
-                              llvm::ConstantAsMetadata::get(b.getTrue())};
-  llvm::MDNode* loopId = llvm::MDNode::getDistinct(c, {nullptr, llvm::MDNode::get(c, width), llvm::MDNode::get(c, enable)});
-  loopId->replaceOperandWith(0, loopId);  // a loop ID names itself
-  latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+  setLoopHints(b.GetInsertBlock()->getSinglePredecessor()->getTerminator(), lanes, interleaveCount(count, lanes));
   return total;
 }
 

@@ -13,6 +13,7 @@
 
 #include "codegen/cpu_jit.h"
 #include "codegen/cpu_target.h"
+#include "codegen/loop_hints.h"
 #include "runtime/thread_pool.h"
 
 namespace kiln::codegen {
@@ -75,6 +76,20 @@ TEST(CpuTarget, ElementwiseLoopIsVectorisedAndRunsOverRanges) {
   for (int i = 10; i < 999; ++i) ASSERT_EQ(out[i], in[i] * in[i] + 1.0f) << i;
   k.fn(buffers, &status, 5, 5);  // an empty range touches nothing
   EXPECT_EQ(out[5], -7.0f);
+}
+
+// Four vectors an iteration, or two, only where that leaves no more elements to the scalar
+// remainder than one vector an iteration does.
+TEST(CpuTarget, InterleaveCountKeepsTheRemainder) {
+  EXPECT_EQ(codegen::interleaveCount(1024, 8), 4);
+  EXPECT_EQ(codegen::interleaveCount(1024 + 7, 8), 4);  // 7 left either way
+  EXPECT_EQ(codegen::interleaveCount(144, 8), 2);       // 18 vectors: 4 would leave 16 elements
+  EXPECT_EQ(codegen::interleaveCount(144, 16), 0);      // 9 vectors
+  EXPECT_EQ(codegen::interleaveCount(197, 8), 4);       // 24 vectors and 5 elements
+  EXPECT_EQ(codegen::interleaveCount(16, 8), 2);
+  EXPECT_EQ(codegen::interleaveCount(12, 8), 0);
+  EXPECT_EQ(codegen::interleaveCount(0, 8), 0);
+  EXPECT_EQ(codegen::interleaveCount(64, 0), 0);
 }
 
 TEST(CpuTarget, MathMatchesLibm) {

@@ -1,0 +1,38 @@
+// interleaveCount and setLoopHints: llvm.loop metadata for the CPU's loops.
+#include "codegen/loop_hints.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Metadata.h>
+
+#include <vector>
+
+namespace kiln::codegen {
+
+int interleaveCount(int64_t trips, int lanes) {
+  if (lanes <= 0 || trips <= 0) return 0;
+  int64_t vectors = trips / lanes;  // whole vectors; what is left runs one element at a time anyway
+  for (int k : {4, 2})
+    if (vectors >= k && vectors % k == 0) return k;
+  return 0;
+}
+
+void setLoopHints(llvm::Instruction* latch, int width, int interleave) {
+  if (width <= 0 && interleave <= 0) return;
+  llvm::LLVMContext& c = latch->getContext();
+  auto hint = [&c](const char* name, llvm::Constant* value) -> llvm::Metadata* {
+    return llvm::MDNode::get(c, {llvm::MDString::get(c, name), llvm::ConstantAsMetadata::get(value)});
+  };
+  llvm::Type* i32 = llvm::Type::getInt32Ty(c);
+  std::vector<llvm::Metadata*> operands{nullptr};  // a loop ID names itself: operand 0, set below
+  if (width > 0) {
+    operands.push_back(hint("llvm.loop.vectorize.width", llvm::ConstantInt::get(i32, static_cast<uint64_t>(width))));
+    operands.push_back(hint("llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
+  }
+  if (interleave > 0)
+    operands.push_back(hint("llvm.loop.interleave.count", llvm::ConstantInt::get(i32, static_cast<uint64_t>(interleave))));
+  llvm::MDNode* loopId = llvm::MDNode::getDistinct(c, operands);
+  loopId->replaceOperandWith(0, loopId);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+}
+
+}  // namespace kiln::codegen
