@@ -248,6 +248,7 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
 
 llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) {
   llvm::Type* type = args[0]->getType();
+  if ((fn == MathFn::Exp || fn == MathFn::Tanh) && type->isFloatTy()) ++inlineMath_;
   if (fn == MathFn::Exp && type->isFloatTy()) {
     // With AVX-512, the loop vectoriser's widths scale by vscalefps (one instruction for the
     // eight of scaleInTwoSteps; the same bits): through vector variants, inlined after it.
@@ -307,8 +308,9 @@ void preferWideVectors(llvm::Function& f) {
 // [begin, end) row by row: for each row the chunk touches, an inner loop over its columns, so the
 // loop vectoriser sees a plain counted loop whose column is the induction variable (a broadcast
 // input's index), and never a vector that crosses a row. Ends branching to `exit`.
-void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, int lanes,
-                  llvm::BasicBlock* exit, const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
+void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength,
+                  const TargetHooks& target, llvm::BasicBlock* exit,
+                  const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* entry = b.GetInsertBlock();
@@ -331,11 +333,12 @@ void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, in
   b.SetInsertPoint(columns);
   llvm::PHINode* column = b.CreatePHI(b.getInt64Ty(), 2, "column");
   column->addIncoming(firstColumn, rowHeader);
+  int64_t mathBefore = target.inlineMathEmitted();
   body(b.CreateAdd(rowStart, column, "i", true, true), column);
   llvm::Value* nextColumn = b.CreateAdd(column, b.getInt64(1), "column.next", true, true);
   column->addIncoming(nextColumn, b.GetInsertBlock());
   setLoopHints(b.CreateCondBr(b.CreateICmpSLT(nextColumn, lastColumn), columns, rowLatch), 0,
-               interleaveCount(rowLength, lanes));
+               target.loopInterleave(rowLength, mathBefore));
 
   b.SetInsertPoint(rowLatch);
   at->addIncoming(stop, rowLatch);
@@ -372,8 +375,9 @@ constexpr int64_t kBandRows = 32;
 // Rows this short go row by row instead: one row is a few bytes of output, and the input rows,
 // one per column, are read side by side.
 constexpr int64_t kShortRow = 4;
-void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, int lanes,
-                   llvm::BasicBlock* exit, const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
+void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength,
+                   const TargetHooks& target, llvm::BasicBlock* exit,
+                   const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::Value* length = b.getInt64(static_cast<uint64_t>(rowLength));
@@ -386,7 +390,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   llvm::Value* tailBegin = b.CreateSelect(wholeRows, b.CreateMul(lastRow, length), end);
   auto* bands = llvm::BasicBlock::Create(ctx, "bands", f);
   auto* tail = llvm::BasicBlock::Create(ctx, "tail", f);
-  emitRowLoops(b, begin, headEnd, rowLength, lanes, bands, body);
+  emitRowLoops(b, begin, headEnd, rowLength, target, bands, body);
   b.SetInsertPoint(bands);
   llvm::Value* bandCount = b.CreateUDiv(b.CreateAdd(b.CreateSub(lastRow, firstRow), b.getInt64(kBandRows - 1)),
                                         b.getInt64(kBandRows));
@@ -401,7 +405,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
     });
     b.CreateBr(tail);
     b.SetInsertPoint(tail);
-    emitRowLoops(b, tailBegin, end, rowLength, lanes, exit, body);
+    emitRowLoops(b, tailBegin, end, rowLength, target, exit, body);
     return;
   }
   emitCountedLoop(b, b.getInt64(0), b.CreateSelect(wholeRows, bandCount, b.getInt64(0)), "band", [&](llvm::Value* band) {
@@ -416,7 +420,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   });
   b.CreateBr(tail);
   b.SetInsertPoint(tail);
-  emitRowLoops(b, tailBegin, end, rowLength, lanes, exit, body);
+  emitRowLoops(b, tailBegin, end, rowLength, target, exit, body);
 }
 
 // for (i = begin; i < end; ++i) body(i), then to `exit`.
@@ -429,6 +433,10 @@ void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, ll
 }  // namespace
 
 int64_t CpuTarget::streamingOutputBytes() const { return codegen::streamingOutputBytes(); }
+
+int CpuTarget::loopInterleave(int64_t trips, int64_t mathBefore) const {
+  return inlineMath_ > mathBefore ? interleaveCount(trips, floatSumLanes()) : 0;
+}
 
 int CpuTarget::floatSumLanes() const {
   static const int lanes = hostHasAvx512() ? 16 : hostHas("avx") ? 8 : 4;  // 512-, 256- or 128-bit vectors
@@ -489,9 +497,9 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
           body(b, buffers, status, item, b.getInt64(0), column, part);
         };
         if (parts[p].rowLength > 1 && parts[p].transposed)
-          emitBandLoops(b, lo, hi, parts[p].rowLength, floatSumLanes(), after, partBody);
+          emitBandLoops(b, lo, hi, parts[p].rowLength, *this, after, partBody);
         else if (parts[p].rowLength > 1)
-          emitRowLoops(b, lo, hi, parts[p].rowLength, floatSumLanes(), after, partBody);
+          emitRowLoops(b, lo, hi, parts[p].rowLength, *this, after, partBody);
         else
           emitFlatLoop(b, lo, hi, after, [&](llvm::Value* item) { body(b, buffers, status, item, b.getInt64(0), nullptr, part); });
         b.SetInsertPoint(after);

@@ -36,6 +36,10 @@ class CpuTarget : public TargetHooks {
   int rowLanes(const KernelGroup&) const override { return 1; }
   bool reassociatesSums() const override { return true; }
   int floatSumLanes() const override;
+  // Interleaved only where the body computed an inline exp or tanh (each ~25 dependent
+  // instructions): codegen/loop_hints.h.
+  int loopInterleave(int64_t trips, int64_t mathBefore) const override;
+  int64_t inlineMathEmitted() const override { return inlineMath_; }
   bool tilesColumnReductions() const override { return true; }
   bool loopsPoolWindows() const override { return true; }
   int64_t streamingOutputBytes() const override;
@@ -47,6 +51,7 @@ class CpuTarget : public TargetHooks {
 
  private:
   bool fastMath_;
+  int64_t inlineMath_ = 0;  // the inline exp and tanh emitted so far
 };
 
 // Initialises LLVM's native target once per process (safe to call from any thread, any time).

@@ -225,12 +225,14 @@ Values ElementEmitter::loopNest(const Shape& extents, Values init, const NestBod
 
 llvm::Value* ElementEmitter::accumulateRun(const Accumulation& acc, llvm::Value* init, int64_t count,
                                            const std::function<llvm::Value*(llvm::Value* k)>& element) {
+  int64_t mathBefore = target_.inlineMathEmitted();
   llvm::Value* total =
       loop(count, {init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], element(k))}; })[0];
   int lanes = target_.floatSumLanes();
   if (!acc.widensFloats || lanes == 0 || count <= 1) return total;
   // The loop's exit block is the current block, and its latch the exit's only predecessor.
-  setLoopHints(b.GetInsertBlock()->getSinglePredecessor()->getTerminator(), lanes, interleaveCount(count, lanes));
+  setLoopHints(b.GetInsertBlock()->getSinglePredecessor()->getTerminator(), lanes,
+               target_.loopInterleave(count, mathBefore));
   return total;
 }
 

@@ -112,6 +112,12 @@ class TargetHooks {
   // the double's lanes, computing the elements (an exp, a tanh) at half width; the hint
   // (llvm.loop.vectorize.width) keeps them at full width, the sum in two double vectors.
   virtual int floatSumLanes() const { return 0; }
+  // How many vectors an iteration of a loop of `trips` iterations should take at once (its
+  // interleave count; 0: the compiler's own choice), given how many inline transcendental chains
+  // the target had emitted before the loop's body (`mathBefore`, from inlineMathEmitted()) and
+  // after it: codegen/loop_hints.h. The GPU has no vector loops: 0.
+  virtual int loopInterleave(int64_t /*trips*/, int64_t /*mathBefore*/) const { return 0; }
+  virtual int64_t inlineMathEmitted() const { return 0; }
   // Output bytes from which a generated kernel's output is written with streaming (non-temporal)
   // stores, or 0 for never (the GPU): streaming_stores.h.
   virtual int64_t streamingOutputBytes() const { return 0; }
