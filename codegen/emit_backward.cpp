@@ -159,9 +159,7 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
   const Value* x = isMax ? op.operand(0) : nullptr;
   const Shape& xs = op.result()->type().shape;
   const Shape& dys = dy->type().shape;
-  std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
-  std::vector<int64_t> dil = op.intsAttr("dilations");
-  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
+  auto [kernel, strides, pads, dil] = poolWindow(op);
   PoolAxis rows{kernel[0], strides[0], pads[0], dil[0], dys[2], xs[2]};
   PoolAxis cols{kernel[1], strides[1], pads[1], dil[1], dys[3], xs[3]};
   if (isDisjointMaxPoolBackward(op)) return maxPoolBackwardDisjoint(e, op, index, rows, cols);
@@ -222,9 +220,7 @@ llvm::Value* gatherBackward(ElementEmitter& e, const Op& op, const Index& index)
 
 bool isDisjointMaxPoolBackward(const Op& op) {
   if (op.kind() != OpKind::MaxPool2dBackward) return false;
-  std::vector<int64_t> kernel = op.intsAttr("kernel"), pads = op.intsAttr("pads"), strides = kernel;
-  std::vector<int64_t> dil = op.intsAttr("dilations");
-  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
+  auto [kernel, strides, pads, dil] = poolWindow(op);
   bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
   return !padded && dil[0] == 1 && dil[1] == 1 && strides[0] >= kernel[0] && strides[1] >= kernel[1];
 }

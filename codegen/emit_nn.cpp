@@ -103,11 +103,7 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
   ChannelsFirstView view = channelsFirstView(op, outIndex);
   const Index& index = view.index;
   const Shape& xs = view.xs;
-  std::vector<int64_t> kernel = op.intsAttr("kernel");
-  std::vector<int64_t> strides = kernel;
-  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
-  std::vector<int64_t> pads = op.intsAttr("pads");
-  std::vector<int64_t> dil = op.intsAttr("dilations");
+  auto [kernel, strides, pads, dil] = poolWindow(op);
   bool isMax = op.kind() == OpKind::MaxPool2d;
   // Max is exact in x's own compute type; avg sums in double.
   llvm::Type* accType = isMax ? e.computeType(x->type().dtype) : b.getDoubleTy();

@@ -10,6 +10,7 @@
 #include "codegen/matmul_tile.h"
 #include "codegen/streaming_stores.h"
 #include "codegen/transpose_tile.h"
+#include "ir/shape_rules.h"
 
 namespace kiln::codegen {
 
@@ -70,9 +71,8 @@ int64_t poolWindowColumns(const KernelGroup& group, const Segment& segment) {
   if (group.kind != KernelKind::Loop || segment.shape.empty() || readsTransposed(group, segment.shape)) return 1;
   for (const Op* op : group.ops) {
     if (!isDisjointMaxPoolBackward(*op) || op->result()->type().shape != segment.shape) continue;
-    std::vector<int64_t> strides = op->intsAttr("kernel");
-    if (const Attr* s = op->findAttr("strides")) strides = *s->getIntList();
-    if (strides[1] > 1 && segment.shape.back() % strides[1] == 0) return strides[1];
+    int64_t stride = poolWindow(*op).strides[1];
+    if (stride > 1 && segment.shape.back() % stride == 0) return stride;
   }
   return 1;
 }

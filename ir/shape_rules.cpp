@@ -116,6 +116,13 @@ bool isMatrixTranspose(const Op& op) {
   return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
 }
 
+PoolWindow poolWindow(const Op& pool) {
+  PoolWindow w{pool.intsAttr("kernel"), {}, pool.intsAttr("pads"), pool.intsAttr("dilations")};
+  w.strides = w.kernel;
+  if (const Attr* s = pool.findAttr("strides")) w.strides = *s->getIntList();
+  return w;
+}
+
 bool isChannelsLast(const Op& conv) {
   const Attr* layout = conv.findAttr("layout");
   return layout && layout->getString() == "nhwc";

@@ -52,6 +52,13 @@ Shape permuteShape(const Shape& shape, const std::vector<int64_t>& perm);
 // NumPy matmul shapes: 1-D promotion and broadcast batch dims. Returns the result shape.
 Expected<Shape> matmulShape(const Shape& a, const Shape& b);
 
+// A pool's (or its gradient's) windows, its attributes with their defaults: strides default to
+// the kernel (pads and dilations carry theirs in the op table).
+struct PoolWindow {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+};
+PoolWindow poolWindow(const Op& pool);
+
 // Output size of a sliding window (convolution or pooling) along one spatial axis.
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin, int64_t padEnd,
                          int64_t dilation = 1);

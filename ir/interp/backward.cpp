@@ -18,16 +18,6 @@ Tensor fromDoubles(const TensorType& type, const std::vector<double>& values) {
   return out;
 }
 
-struct Window {
-  std::vector<int64_t> kernel, strides, pads, dilations;
-};
-Window windowOf(const Op& op) {
-  Window w{op.intsAttr("kernel"), {}, op.intsAttr("pads"), op.intsAttr("dilations")};
-  w.strides = w.kernel;
-  if (const Attr* s = op.findAttr("strides")) w.strides = *s->getIntList();
-  return w;
-}
-
 }  // namespace
 
 // gather_backward: zeros of input_shape, then dy's slices added at the rows gather read.
@@ -73,7 +63,7 @@ Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in) {
   bool isMax = op.kind() == OpKind::MaxPool2dBackward;
   const Tensor& dy = *in.back();
   const TensorType& type = op.result()->type();
-  Window w = windowOf(op);
+  PoolWindow w = poolWindow(op);
   int64_t planes = type.shape[0] * type.shape[1], height = type.shape[2], width = type.shape[3];
   int64_t outH = dy.shape()[2], outW = dy.shape()[3];
   std::vector<double> dx(static_cast<size_t>(type.numElements()), 0.0);
