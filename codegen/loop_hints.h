@@ -18,6 +18,7 @@ namespace kiln::codegen {
 // [256,2048] on one thread 0.417 -> 0.384 ms (alternating binaries). Where the trip count leaves
 // a remainder the vector loop does not take, it runs one element at a time, so interleaving
 // stops where it would lengthen that remainder: rows of 144 f32 (EfficientNet's) get 2, not 4.
+// Loops of fewer than 16 whole vectors get no hint (loop_hints.cpp says why).
 // The CPU target asks for it only for loops whose body computed an inline exp or tanh
 // (CpuTarget::loopInterleave): on every loop, the extra code took MobileNetV2's compile from
 // 0.45-0.49 to 0.72-1.10 s for no gain in its run.

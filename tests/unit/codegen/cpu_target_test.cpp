@@ -79,15 +79,16 @@ TEST(CpuTarget, ElementwiseLoopIsVectorisedAndRunsOverRanges) {
 }
 
 // Four vectors an iteration, or two, only where that leaves no more elements to the scalar
-// remainder than one vector an iteration does.
+// remainder than one vector an iteration does, and only for loops of 16 vectors or more.
 TEST(CpuTarget, InterleaveCountKeepsTheRemainder) {
   EXPECT_EQ(codegen::interleaveCount(1024, 8), 4);
   EXPECT_EQ(codegen::interleaveCount(1024 + 7, 8), 4);  // 7 left either way
   EXPECT_EQ(codegen::interleaveCount(144, 8), 2);       // 18 vectors: 4 would leave 16 elements
   EXPECT_EQ(codegen::interleaveCount(144, 16), 0);      // 9 vectors
   EXPECT_EQ(codegen::interleaveCount(197, 8), 4);       // 24 vectors and 5 elements
-  EXPECT_EQ(codegen::interleaveCount(16, 8), 2);
-  EXPECT_EQ(codegen::interleaveCount(12, 8), 0);
+  EXPECT_EQ(codegen::interleaveCount(16 * 8, 8), 4);
+  EXPECT_EQ(codegen::interleaveCount(15 * 8 + 7, 8), 0);  // under 16 whole vectors: LLVM's choice
+  EXPECT_EQ(codegen::interleaveCount(96, 8), 0);
   EXPECT_EQ(codegen::interleaveCount(0, 8), 0);
   EXPECT_EQ(codegen::interleaveCount(64, 0), 0);
 }
