@@ -230,10 +230,15 @@ llvm::Value* ElementEmitter::accumulateRun(const Accumulation& acc, llvm::Value*
       loop(count, {init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], element(k))}; })[0];
   int lanes = target_.floatSumLanes();
   if (!acc.widensFloats || lanes == 0 || count <= 1) return total;
-  // The loop's exit block is the current block, and its latch the exit's only predecessor.
-  setLoopHints(b.GetInsertBlock()->getSinglePredecessor()->getTerminator(), lanes,
-               target_.loopInterleave(count, mathBefore));
+  setLoopHints(lastLoopLatch(), lanes, target_.loopInterleave(count, mathBefore));
   return total;
+}
+
+llvm::Instruction* ElementEmitter::lastLoopLatch() {
+  // loop() leaves the builder in the loop's exit block, whose only predecessor is the latch.
+  llvm::BasicBlock* latch = b.GetInsertBlock()->getSinglePredecessor();
+  KILN_INTERNAL_CHECK(latch, "a loop's exit block has one predecessor, its latch");
+  return latch->getTerminator();
 }
 
 Values ElementEmitter::mergedLoopNest(const std::vector<Shape>& runs, Values init, const NestBody& body) {
@@ -914,7 +919,14 @@ int64_t ElementEmitter::rowElementsPerStep() const {
 Values ElementEmitter::rowSteps(Values init, const LoopBody& body) {
   int64_t n = group_.rowLength(), span = target_.rowLanes(group_) * rowElementsPerStep();
   int64_t steps = (n + span - 1) / span;
-  if (n % span != 0 || steps > kUnrolledRowSteps) return loop(steps, std::move(init), body);
+  if (n % span != 0 || steps > kUnrolledRowSteps) {
+    // A pass that computes an inline exp or tanh (a softmax's output over rows too long to keep
+    // its exponentials) takes several vectors an iteration on the CPU, as the sums do.
+    int64_t mathBefore = target_.inlineMathEmitted();
+    Values out = loop(steps, std::move(init), body);
+    if (int interleave = target_.loopInterleave(steps, mathBefore)) setLoopHints(lastLoopLatch(), 0, interleave);
+    return out;
+  }
   for (int64_t s = 0; s < steps; ++s) init = body(i64(s), init);
   return init;
 }

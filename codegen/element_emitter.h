@@ -212,6 +212,8 @@ class ElementEmitter {
   // and keeps it in registers for the later passes (a softmax's max, sum and output; a layer
   // norm's mean, variance and output) instead of reading the row from memory again.
   Values rowSteps(Values init, const LoopBody& body);
+  // The latch branch of the loop loop() has just emitted (for its llvm.loop hints).
+  llvm::Instruction* lastLoopLatch();
   static constexpr int64_t kUnrolledRowSteps = 8;
   // An input every row reads at the same elements (a layer norm's scale and bias) and a lane's
   // share of it, in forEachInRow's order.
