@@ -29,12 +29,15 @@ std::pair<llvm::Value*, llvm::Value*> windowOf(ElementEmitter& e, llvm::Value* i
   return {out, valid};
 }
 
+// Whether a pool's windows along one axis cannot overlap: dilation 1, stride >= kernel.
+bool disjointWindows(int64_t kernel, int64_t stride, int64_t dilation) { return dilation == 1 && stride >= kernel; }
+
 // The windows along one axis that may cover input position `in`, for a pool's backward pass.
-// Where windows cannot overlap (dilation 1, stride >= kernel: a 2x2 pool of stride 2) there is one
-// candidate, found by division, instead of one per kernel offset.
+// Where windows cannot overlap (a 2x2 pool of stride 2) there is one candidate, found by
+// division, instead of one per kernel offset.
 struct PoolAxis {
   int64_t kernel, stride, padBefore, dilation, outSize, inSize;
-  bool disjoint() const { return dilation == 1 && stride >= kernel; }
+  bool disjoint() const { return disjointWindows(kernel, stride, dilation); }
   int64_t candidates() const { return disjoint() ? 1 : kernel; }
   // Disjoint windows that tile the axis exactly: every position lies in a window (a 2x2 pool of
   // stride 2 over an even size), so candidate() needs no check and positions no clamp.
@@ -222,7 +225,7 @@ bool isDisjointMaxPoolBackward(const Op& op) {
   if (op.kind() != OpKind::MaxPool2dBackward) return false;
   auto [kernel, strides, pads, dil] = poolWindow(op);
   bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
-  return !padded && dil[0] == 1 && dil[1] == 1 && strides[0] >= kernel[0] && strides[1] >= kernel[1];
+  return !padded && disjointWindows(kernel[0], strides[0], dil[0]) && disjointWindows(kernel[1], strides[1], dil[1]);
 }
 
 llvm::Value* emitBackward(ElementEmitter& e, const Op& op, const Index& index) {
