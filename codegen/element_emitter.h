@@ -275,6 +275,16 @@ llvm::Value* emitLayout(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitReduction(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index);
 llvm::Value* emitBackward(ElementEmitter& e, const Op& op, const Index& index);  // emit_backward.cpp
+// Where a conv2d's or pool's activations (and their backward ops': x, y, dx, dy) keep element
+// [n,c,y,x]: there, or with layout = "nhwc" at [n,y,x,c]. Their emitters compute channels-first
+// indices and read and write through this (emit_nn.cpp); weights are [O,C,kh,kw] either way.
+struct ActivationLayout {
+  bool channelsLast = false;
+  Index stored(const Index& channelsFirst) const;  // where element [n,c,y,x] is stored
+  Index channelsFirst(const Index& stored) const;  // which [n,c,y,x] a stored index holds
+  Shape channelsFirst(const Shape& stored) const;  // a stored shape as [N,C,H,W]
+};
+ActivationLayout activationLayout(const Op& op);
 // Whether `op` is a max_pool2d_backward whose windows neither overlap nor reach into padding (a
 // 2x2 pool of stride 2): each input position lies in at most one window (emit_backward.cpp).
 bool isDisjointMaxPoolBackward(const Op& op);

@@ -60,14 +60,17 @@ struct PoolAxis {
 };
 
 // dx[n,c,h,w] = sum over the output channels o of c's group and kernel offsets (ky,kx) whose
-// window covers (h,w): dy[n,o,oy,ox] * w[o, c mod C/groups, ky, kx].
-llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& index) {
+// window covers (h,w): dy[n,o,oy,ox] * w[o, c mod C/groups, ky, kx]. (Channels-last: the same
+// sums at channels-first indices, ActivationLayout.)
+llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& outIndex) {
   auto& b = e.b;
   const Value* dy = op.operand(0);
   const Value* w = op.operand(1);
   std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
+  ActivationLayout layout = activationLayout(op);
+  Index index = layout.channelsFirst(outIndex);
   const Shape& ws = w->type().shape;
-  const Shape& dys = dy->type().shape;
+  Shape dys = layout.channelsFirst(dy->type().shape);
   int64_t groupChannels = ws[1], outPerGroup = ws[0] / op.intAttr("groups");
   llvm::Value* group = b.CreateUDiv(index[1], e.i64(groupChannels));
   llvm::Value* channel = b.CreateURem(index[1], e.i64(groupChannels));
@@ -77,7 +80,7 @@ llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& in
     auto [ox, xValid] = windowOf(e, index[3], ivs[2], strides[1], pads[1], dil[1], dys[3]);
     return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
       llvm::Value* o = b.CreateAdd(firstOut, ivs[0]);
-      llvm::Value* g = e.emit(dy, {index[0], o, oy, ox});
+      llvm::Value* g = e.emit(dy, layout.stored({index[0], o, oy, ox}));
       llvm::Value* wv = e.emit(w, {o, channel, ivs[1], ivs[2]});
       return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(g), e.toDouble(wv)))};
     }, sum);
@@ -87,13 +90,15 @@ llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& in
 
 // dw[o,c,ky,kx] = sum over n, oy, ox with the input position in range:
 //   dy[n,o,oy,ox] * x[n, g*C/groups + c, oy*sy - top + ky*dy, ox*sx - left + kx*dx].
+// (Channels-last: x and dy read at channels-first indices, ActivationLayout.)
 llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& index) {
   auto& b = e.b;
   const Value* x = op.operand(0);
   const Value* dy = op.operand(1);
   std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
-  const Shape& xs = x->type().shape;
-  const Shape& dys = dy->type().shape;
+  ActivationLayout layout = activationLayout(op);
+  Shape xs = layout.channelsFirst(x->type().shape);
+  Shape dys = layout.channelsFirst(dy->type().shape);
   const Shape& ws = op.result()->type().shape;
   int64_t outPerGroup = ws[0] / op.intAttr("groups");
   llvm::Value* channel = b.CreateAdd(b.CreateMul(b.CreateUDiv(index[0], e.i64(outPerGroup)), e.i64(ws[1])), index[1]);
@@ -101,8 +106,8 @@ llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& 
     llvm::Value* iy = e.windowPosition(ivs[1], strides[0], pads[0], index[2], dil[0]);
     llvm::Value* ix = e.windowPosition(ivs[2], strides[1], pads[1], index[3], dil[1]);
     return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
-      llvm::Value* g = e.emit(dy, {ivs[0], index[0], ivs[1], ivs[2]});
-      llvm::Value* xv = e.emit(x, {ivs[0], channel, iy, ix});
+      llvm::Value* g = e.emit(dy, layout.stored({ivs[0], index[0], ivs[1], ivs[2]}));
+      llvm::Value* xv = e.emit(x, layout.stored({ivs[0], channel, iy, ix}));
       return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(g), e.toDouble(xv)))};
     }, sum);
   })[0];
@@ -126,8 +131,8 @@ Values firstMaximumStep(ElementEmitter& e, llvm::Value* best, llvm::Value* bestA
 // window's dy where (h,w) is its first maximal element, else 0. Every read is unconditional (a
 // position past the last window reads the last one and its result is discarded), and the window
 // is scanned in x's own type, where comparisons are exact: the CPU vectorises it without masks.
-llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Index& index, const PoolAxis& rows,
-                                     const PoolAxis& cols) {
+llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Index& index, const ActivationLayout& layout,
+                                     const PoolAxis& rows, const PoolAxis& cols) {
   auto& b = e.b;
   const Value* x = op.operand(0);
   const Value* dy = op.operand(1);
@@ -142,30 +147,33 @@ llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Inde
   llvm::Type* type = e.computeType(x->type().dtype);
   Values init{llvm::ConstantFP::get(type, -INFINITY), e.i64(-1)};
   Values scan = e.loopNest({rows.kernel, cols.kernel}, init, [&](const Index& j, const Values& c) {
-    llvm::Value* v = e.emit(x, {index[0], index[1], e.windowPosition(oy, rows.stride, 0, j[0], 1),
-                                e.windowPosition(ox, cols.stride, 0, j[1], 1)});
+    llvm::Value* v = e.emit(x, layout.stored({index[0], index[1], e.windowPosition(oy, rows.stride, 0, j[0], 1),
+                                              e.windowPosition(ox, cols.stride, 0, j[1], 1)}));
     return firstMaximumStep(e, c[0], c[1], v, b.CreateAdd(b.CreateMul(j[0], e.i64(cols.kernel)), j[1]));
   });
   llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(cols.kernel)), kx);
   llvm::Value* chosen = b.CreateAnd(b.CreateAnd(yValid, xValid), b.CreateICmpEQ(scan[1], mine));
-  llvm::Value* g = e.emit(dy, {index[0], index[1], oy, ox});
+  llvm::Value* g = e.emit(dy, layout.stored({index[0], index[1], oy, ox}));
   llvm::Value* zero = llvm::ConstantFP::get(g->getType(), 0.0);
   return b.CreateSelect(chosen, b.CreateFAdd(zero, g), zero);  // 0 + dy, as the sum gives: -0 becomes +0
 }
 
 // dx[n,c,h,w] = sum over the windows covering (h,w) of their dy, where (h,w) is the window's
 // first maximal real element (max) or one of its `count` real elements (avg: dy / count).
-llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index) {
+// Channels-last: the same at channels-first indices (ActivationLayout).
+llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& outIndex) {
   auto& b = e.b;
   bool isMax = op.kind() == OpKind::MaxPool2dBackward;
   const Value* dy = op.operand(isMax ? 1 : 0);
   const Value* x = isMax ? op.operand(0) : nullptr;
-  const Shape& xs = op.result()->type().shape;
-  const Shape& dys = dy->type().shape;
+  ActivationLayout layout = activationLayout(op);
+  Index index = layout.channelsFirst(outIndex);
+  Shape xs = layout.channelsFirst(op.result()->type().shape);
+  Shape dys = layout.channelsFirst(dy->type().shape);
   auto [kernel, strides, pads, dil] = poolWindow(op);
   PoolAxis rows{kernel[0], strides[0], pads[0], dil[0], dys[2], xs[2]};
   PoolAxis cols{kernel[1], strides[1], pads[1], dil[1], dys[3], xs[3]};
-  if (isDisjointMaxPoolBackward(op)) return maxPoolBackwardDisjoint(e, op, index, rows, cols);
+  if (isDisjointMaxPoolBackward(op)) return maxPoolBackwardDisjoint(e, op, index, layout, rows, cols);
   Shape candidates{rows.candidates(), cols.candidates()};
   llvm::Value* acc = e.loopNest(candidates, {e.f64(0.0)}, [&](const Index& c, const Values& sum) {
     auto [oy, ky, yValid] = rows.candidate(e, index[2], c[0]);
@@ -179,12 +187,12 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& index)
         return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
           llvm::Value* count = b.CreateAdd(c[2], e.i64(1));
           if (!isMax) return Values{c[0], c[1], count};
-          llvm::Value* v = e.toDouble(e.emit(x, {index[0], index[1], iy, ix}));
+          llvm::Value* v = e.toDouble(e.emit(x, layout.stored({index[0], index[1], iy, ix})));
           Values best = firstMaximumStep(e, c[0], c[1], v, b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]));
           return Values{best[0], best[1], count};
         }, c);
       });
-      llvm::Value* g = e.toDouble(e.emit(dy, {index[0], index[1], oy, ox}));
+      llvm::Value* g = e.toDouble(e.emit(dy, layout.stored({index[0], index[1], oy, ox})));
       if (!isMax) return Values{b.CreateFAdd(sum[0], b.CreateFDiv(g, b.CreateSIToFP(scan[2], b.getDoubleTy())))};
       llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(kernel[1])), kx);
       return Values{b.CreateSelect(b.CreateICmpEQ(scan[1], mine), b.CreateFAdd(sum[0], g), sum[0])};

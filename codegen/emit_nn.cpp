@@ -48,23 +48,6 @@ llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
   return ints ? b.CreateTrunc(acc, e.computeType(t)) : e.fromDouble(acc, t);
 }
 
-// A conv2d's or pool's output index and input shape seen channels-first, and where x's element
-// (n, c, y, x) is read: a channels-last op computes the channels-first one at these indices.
-struct ChannelsFirstView {
-  bool last;
-  Index index;  // [n,c,y,x] of the output element
-  Shape xs;     // x's [N,C,H,W]
-  Index input(llvm::Value* n, llvm::Value* c, llvm::Value* y, llvm::Value* x) const {
-    return last ? Index{n, y, x, c} : Index{n, c, y, x};
-  }
-};
-ChannelsFirstView channelsFirstView(const Op& op, const Index& outIndex) {
-  bool last = isChannelsLast(op);
-  const Shape& xs = op.operand(0)->type().shape;
-  if (!last) return {false, outIndex, xs};
-  return {true, {outIndex[0], outIndex[3], outIndex[1], outIndex[2]}, permuteShape(xs, kChannelsFirst)};
-}
-
 // ONNX Conv (cross-correlation) with groups; out-of-range input positions read zero padding
 // and are skipped, so the sum adds exactly the terms the interpreter adds. Channels-last is the
 // same sum at the channels-first view of the output index, reading x at channels-last indices.
@@ -73,9 +56,9 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
   const Value* x = op.operand(0);
   const Value* w = op.operand(1);
   std::vector<int64_t> strides = op.intsAttr("strides"), pads = op.intsAttr("pads"), dil = op.intsAttr("dilations");
-  ChannelsFirstView view = channelsFirstView(op, outIndex);
-  const Index& index = view.index;
-  const Shape& xs = view.xs;
+  ActivationLayout layout = activationLayout(op);
+  Index index = layout.channelsFirst(outIndex);
+  Shape xs = layout.channelsFirst(x->type().shape);
   const Shape& ws = w->type().shape;
   int64_t groupChannels = ws[1];
   int64_t outPerGroup = ws[0] / op.intAttr("groups");
@@ -87,7 +70,7 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
     llvm::Value* inside = b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3]));
     return e.ifThen(inside, [&] {
       llvm::Value* channel = b.CreateAdd(firstChannel, ivs[0]);
-      llvm::Value* xv = e.emit(x, view.input(index[0], channel, iy, ix));
+      llvm::Value* xv = e.emit(x, layout.stored({index[0], channel, iy, ix}));
       llvm::Value* wv = e.emit(w, {index[1], ivs[0], ivs[1], ivs[2]});
       return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(xv), e.toDouble(wv)))};
     }, sum);
@@ -96,13 +79,13 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
 }
 
 // Padding never takes part: max is over the window's real elements (NaN wins), avg their mean.
-// Channels-last pools at the channels-first view (ChannelsFirstView).
+// Channels-last pools at the channels-first view (ActivationLayout).
 llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
   auto& b = e.b;
   const Value* x = op.operand(0);
-  ChannelsFirstView view = channelsFirstView(op, outIndex);
-  const Index& index = view.index;
-  const Shape& xs = view.xs;
+  ActivationLayout layout = activationLayout(op);
+  Index index = layout.channelsFirst(outIndex);
+  Shape xs = layout.channelsFirst(x->type().shape);
   auto [kernel, strides, pads, dil] = poolWindow(op);
   bool isMax = op.kind() == OpKind::MaxPool2d;
   // Max is exact in x's own compute type; avg sums in double.
@@ -116,7 +99,7 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
     llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], dil[0]);
     llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], dil[1]);
     auto take = [&] {
-      llvm::Value* v = e.emit(x, view.input(index[0], index[1], iy, ix));
+      llvm::Value* v = e.emit(x, layout.stored({index[0], index[1], iy, ix}));
       llvm::Value* next = isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], e.toDouble(v));
       return Values{next, b.CreateAdd(c[1], e.i64(1))};
     };
@@ -128,6 +111,11 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
 }
 
 }  // namespace
+
+Index ActivationLayout::stored(const Index& i) const { return channelsLast ? Index{i[0], i[2], i[3], i[1]} : i; }
+Index ActivationLayout::channelsFirst(const Index& i) const { return channelsLast ? Index{i[0], i[3], i[1], i[2]} : i; }
+Shape ActivationLayout::channelsFirst(const Shape& s) const { return channelsLast ? permuteShape(s, kChannelsFirst) : s; }
+ActivationLayout activationLayout(const Op& op) { return {isChannelsLast(op)}; }
 
 llvm::Value* emitNN(ElementEmitter& e, const Op& op, const Index& index) {
   switch (op.kind()) {

@@ -70,7 +70,8 @@ std::optional<ColumnTiles> columnTilesOf(const KernelGroup& group, const Segment
 int64_t poolWindowColumns(const KernelGroup& group, const Segment& segment) {
   if (group.kind != KernelKind::Loop || segment.shape.empty() || readsTransposed(group, segment.shape)) return 1;
   for (const Op* op : group.ops) {
-    if (!isDisjointMaxPoolBackward(*op) || op->result()->type().shape != segment.shape) continue;
+    // (Channels-last rows are channels: they vectorise as they are.)
+    if (!isDisjointMaxPoolBackward(*op) || isChannelsLast(*op) || op->result()->type().shape != segment.shape) continue;
     int64_t stride = poolWindow(*op).strides[1];
     if (stride > 1 && segment.shape.back() % stride == 0) return stride;
   }

@@ -247,9 +247,9 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
                             : hero.kind() == OpKind::Conv2dBackwardFilter ? ConvDirection::BackwardFilter
                                                                           : ConvDirection::Forward;
   auto [x, w, y] = convShapes(hero, direction);
-  bool channelsLast = direction == ConvDirection::Forward && isChannelsLast(hero);
+  bool channelsLast = isChannelsLast(hero);
   if (channelsLast && lib != "oneDNN")
-    return GeneratedKernel{"channels-last conv2d: kiln's " + lib + " calls take NCHW"};
+    return GeneratedKernel{"channels-last " + std::string(hero.name()) + ": kiln's " + lib + " calls take NCHW"};
   if (channelsLast) x = permuteShape(x, kChannelsFirst), y = permuteShape(y, kChannelsFirst);
   auto strides = hero.intsAttr("strides"), pads = hero.intsAttr("pads"), dilations = hero.intsAttr("dilations");
   if (pads[0] != pads[2] || pads[1] != pads[3])
@@ -388,9 +388,9 @@ std::string describeLibraryCall(const LibraryCall& call, Target target) {
                                                : blas + " matmul" + operands + " (epilogue " + epilogueName(m->epilogue) + ")";
   }
   if (const auto* c = std::get_if<ConvCall>(&call)) {
-    if (c->direction == ConvDirection::BackwardData) return dnn + " conv2d backward-data";
-    if (c->direction == ConvDirection::BackwardFilter) return dnn + " conv2d backward-filter";
     std::string conv = dnn + (c->channelsLast ? " conv2d NHWC" : " conv2d");
+    if (c->direction == ConvDirection::BackwardData) return conv + " backward-data";
+    if (c->direction == ConvDirection::BackwardFilter) return conv + " backward-filter";
     return c->epilogue == ConvEpilogue::None ? conv + " (no epilogue)" : conv + " (" + epilogueName(c->epilogue) + ")";
   }
   return "generated kernel: " + std::get<GeneratedKernel>(call).reason;

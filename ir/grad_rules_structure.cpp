@@ -22,29 +22,12 @@ Value* transposeLastTwo(Context& ctx, Value* v) {
   return ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(swapLastTwo(v->type().rank()))}});
 }
 
-// The forward op's window attributes. The backward ops are channels-first: a conv2d's or pool's
-// layout is not theirs (its rule transposes instead).
-AttrList withoutLayout(const Op& op) {
-  AttrList attrs;
-  for (const auto& [key, attr] : op.attrs())
-    if (key != "layout") attrs.emplace_back(key, attr);
-  return attrs;
-}
-
-// The forward op's window attributes plus one more (a backward op's input or filter shape).
+// The forward op's attributes (window and layout: the backward ops take conv2d's and pooling's
+// layout) plus one more (a backward op's input or filter shape).
 AttrList withAttr(const Op& op, std::string name, Attr value) {
-  AttrList attrs = withoutLayout(op);
+  AttrList attrs = op.attrs();
   attrs.emplace_back(std::move(name), std::move(value));
   return attrs;
-}
-
-// A channels-last op's value moved to the backward ops' channels-first layout, and back; the value
-// itself for a channels-first op.
-Value* toChannelsFirst(Context& ctx, const Op& op, Value* v) {
-  return isChannelsLast(op) ? ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(kChannelsFirst)}}) : v;
-}
-Value* backToLayout(Context& ctx, const Op& op, Value* v) {
-  return isChannelsLast(op) ? ctx.op(OpKind::Transpose, {v}, {{"perm", Attr::ints(kChannelsLast)}}) : v;
 }
 
 }  // namespace
@@ -148,28 +131,22 @@ KILN_GRAD_RULE(pad) {
   return std::vector<Value*>{g};
 }
 // dx = conv2d_backward_data(dy, w), dw = conv2d_backward_filter(x, dy), same window attributes
-// (the backward ops are channels-first: a channels-last conv2d's x and dy are transposed to them
-// and dx back).
+// and layout.
 KILN_GRAD_RULE(conv2d) {
-  Value* x = toChannelsFirst(ctx, op, op.operand(0));
+  Value* x = op.operand(0);
   Value* w = op.operand(1);
-  Value* dy = toChannelsFirst(ctx, op, dys[0]);
-  Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dy, w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
-  Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dy}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
-  return std::vector<Value*>{backToLayout(ctx, op, dx), dw};
+  Value* dx = ctx.op(OpKind::Conv2dBackwardData, {dys[0], w}, withAttr(op, "input_shape", Attr::ints(x->type().shape)));
+  Value* dw = ctx.op(OpKind::Conv2dBackwardFilter, {x, dys[0]}, withAttr(op, "filter_shape", Attr::ints(w->type().shape)));
+  return std::vector<Value*>{dx, dw};
 }
-// Each window's dy goes to the window's first maximal element (channels-first, as conv2d's).
+// Each window's dy goes to the window's first maximal element.
 KILN_GRAD_RULE(maxPool2d) {
-  Value* x = toChannelsFirst(ctx, op, op.operand(0));
-  Value* dx = ctx.op(OpKind::MaxPool2dBackward, {x, toChannelsFirst(ctx, op, dys[0])}, withoutLayout(op));
-  return std::vector<Value*>{backToLayout(ctx, op, dx)};
+  return std::vector<Value*>{ctx.op(OpKind::MaxPool2dBackward, {op.operand(0), dys[0]}, op.attrs())};
 }
 // Each window's dy is shared among the window's in-bounds elements.
 KILN_GRAD_RULE(avgPool2d) {
-  Value* dy = toChannelsFirst(ctx, op, dys[0]);
-  Shape inputShape = isChannelsLast(op) ? permuteShape(op.operand(0)->type().shape, kChannelsFirst) : op.operand(0)->type().shape;
-  Value* dx = ctx.op(OpKind::AvgPool2dBackward, {dy}, withAttr(op, "input_shape", Attr::ints(inputShape)));
-  return std::vector<Value*>{backToLayout(ctx, op, dx)};
+  Shape inputShape = op.operand(0)->type().shape;
+  return std::vector<Value*>{ctx.op(OpKind::AvgPool2dBackward, {dys[0]}, withAttr(op, "input_shape", Attr::ints(inputShape)))};
 }
 
 }  // namespace kiln::grad

@@ -92,8 +92,10 @@ std::vector<OpInfo> buildTable() {
     attrs.insert(attrs.end(), extra.begin(), extra.end());
     return attrs;
   };
+  // conv2d's and pooling's layout, and their backward ops' (docs/ir.md): "nchw" or "nhwc".
+  const AttrSpec layout = optional("layout", A::String, "nchw");
   auto pool = [&](K k, std::string_view n, GradFn g) {
-    return OpInfo{k, n, C::Library, 1, 1, 0, D::Float, windowAttrs({optional("layout", A::String, "nchw")}), infer::pool2d,
+    return OpInfo{k, n, C::Library, 1, 1, 0, D::Float, windowAttrs({layout}), infer::pool2d,
                   B::MergeIntoBatch, g};
   };
   auto convAttrs = [](std::vector<AttrSpec> extra) {
@@ -151,17 +153,17 @@ std::vector<OpInfo> buildTable() {
       {K::GatherBackward, "gather_backward", C::Library, 2, 2, 0, D::Float,
        {optional("axis", A::Int, 0), required("input_shape", A::List)}, infer::gatherBackward, B::None},
       {K::Pad, "pad", C::Layout, 1, 1, 0, D::Num, {required("pads", A::List), optional("value", A::Float, 0.0)}, infer::pad, B::Pad, grad::pad},
-      {K::Conv2d, "conv2d", C::Library, 2, 2, 0, D::Float, convAttrs({optional("layout", A::String, "nchw")}), infer::conv2d,
+      {K::Conv2d, "conv2d", C::Library, 2, 2, 0, D::Float, convAttrs({layout}), infer::conv2d,
        B::MergeIntoBatch, grad::conv2d},
       {K::Conv2dBackwardData, "conv2d_backward_data", C::Library, 2, 2, 0, D::Float,
-       convAttrs({required("input_shape", A::List)}), infer::conv2dBackwardData, B::None},
+       convAttrs({required("input_shape", A::List), layout}), infer::conv2dBackwardData, B::None},
       {K::Conv2dBackwardFilter, "conv2d_backward_filter", C::Library, 2, 2, 0, D::Float,
-       convAttrs({required("filter_shape", A::List)}), infer::conv2dBackwardFilter, B::None},
+       convAttrs({required("filter_shape", A::List), layout}), infer::conv2dBackwardFilter, B::None},
       pool(K::MaxPool2d, "max_pool2d", grad::maxPool2d), pool(K::AvgPool2d, "avg_pool2d", grad::avgPool2d),
-      {K::MaxPool2dBackward, "max_pool2d_backward", C::Library, 2, 2, 0, D::Float, windowAttrs({}),
+      {K::MaxPool2dBackward, "max_pool2d_backward", C::Library, 2, 2, 0, D::Float, windowAttrs({layout}),
        infer::maxPool2dBackward, B::None},
       {K::AvgPool2dBackward, "avg_pool2d_backward", C::Library, 1, 1, 0, D::Float,
-       windowAttrs({required("input_shape", A::List)}), infer::avgPool2dBackward, B::None},
+       windowAttrs({required("input_shape", A::List), layout}), infer::avgPool2dBackward, B::None},
       {K::BatchNorm, "batch_norm", C::Elementwise, 5, 5, 0, D::Float, {optional("epsilon", A::Float, 1e-5)},
        infer::batchNorm, B::MergeIntoBatch, grad::batchNorm},
       {K::SoftmaxCrossEntropy, "softmax_cross_entropy", C::Reduction, 2, 2, 0, D::Float, {}, infer::softmaxCrossEntropy, B::None,

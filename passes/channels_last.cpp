@@ -18,25 +18,29 @@ namespace {
 // would cost a transpose kernel of its own where the NCHW value costs one).
 constexpr int64_t kSmallOperandFraction = 4;
 
-// A conv2d's or pool's attributes with layout = "nhwc".
+// A conv2d's, pool's or their backward op's attributes with layout = "nhwc": an input_shape (the
+// result's shape) channels-last too.
 AttrList channelsLastAttrs(const Op& op) {
   AttrList attrs = op.attrs();
+  for (auto& [name, value] : attrs)
+    if (name == "input_shape") value = Attr::ints(permuteShape(*value.getIntList(), kChannelsLast));
   attrs.emplace_back("layout", Attr("nhwc"));
   return attrs;
 }
 
+// A convolution or either of its gradients that oneDNN runs (f32, symmetric pads: what its call
+// takes, codegen/library_call.cpp), channels-first so far.
 bool isEligibleConv(const Op& op) {
-  if (op.kind() != OpKind::Conv2d || isChannelsLast(op) || op.result()->type().dtype != DType::F32) return false;
+  bool convolution = op.kind() == OpKind::Conv2d || op.kind() == OpKind::Conv2dBackwardData ||
+                     op.kind() == OpKind::Conv2dBackwardFilter;
+  if (!convolution || isChannelsLast(op) || op.result()->type().dtype != DType::F32) return false;
   std::vector<int64_t> pads = op.intsAttr("pads");
-  return pads[0] == pads[2] && pads[1] == pads[3];  // what oneDNN's call takes (codegen/library_call.cpp)
+  return pads[0] == pads[2] && pads[1] == pads[3];
 }
 
 bool worthConverting(const Block& body) {
   int convs = 0;
-  for (const auto& op : body.ops()) {
-    if (op->kind() == OpKind::Conv2dBackwardData || op->kind() == OpKind::Conv2dBackwardFilter) return false;
-    convs += isEligibleConv(*op);
-  }
+  for (const auto& op : body.ops()) convs += isEligibleConv(*op);
   return convs >= 2;
 }
 
@@ -65,15 +69,24 @@ class Converter {
   }
 
  private:
+  // A convolution on NHWC activations: conv2d(x, w) and conv2d_backward_data(dy, w) give NHWC
+  // (recorded as twins), conv2d_backward_filter(x, dy) the same weights' gradient.
   void convertConv(Op& conv) {
-    Value* x = conv.operand(0);
-    Value* xLast = twin(x);
-    if (!xLast) {  // an NCHW value (a parameter, a flatten's reshape back): transposed once for all its readers
-      auto [it, inserted] = transposedInputs_.emplace(x, nullptr);
-      if (inserted) it->second = insertOpBefore(conv, OpKind::Transpose, {x}, {{"perm", Attr::ints(kChannelsLast)}});
-      xLast = it->second;
-    }
-    record(conv, insertOpBefore(conv, OpKind::Conv2d, {xLast, conv.operand(1)}, channelsLastAttrs(conv), conv.result()->name()));
+    bool filter = conv.kind() == OpKind::Conv2dBackwardFilter;
+    Value* second = filter ? channelsLast(conv, conv.operand(1)) : conv.operand(1);
+    Value* converted = insertOpBefore(conv, conv.kind(), {channelsLast(conv, conv.operand(0)), second},
+                                      channelsLastAttrs(conv), conv.result()->name());
+    if (filter) replace(conv, converted);
+    else record(conv, converted);
+  }
+
+  // An activation read as NHWC by `at`: its twin, or an NCHW value (a parameter, a flatten's
+  // reshape back) transposed once for all its readers.
+  Value* channelsLast(Op& at, Value* v) {
+    if (Value* t = twin(v)) return t;
+    auto [it, inserted] = transposedInputs_.emplace(v, nullptr);
+    if (inserted) it->second = insertOpBefore(at, OpKind::Transpose, {v}, {{"perm", Attr::ints(kChannelsLast)}});
+    return it->second;
   }
 
   // An elementwise op of rank-4 values, one of them channels-last: the same op channels-last.
@@ -133,21 +146,23 @@ class Converter {
     for (auto& [name, value] : attrs)
       if (name == "axes") value = Attr::ints(axes);
     Value* reduced = insertOpBefore(op, op.kind(), {twin(op.operand(0))}, attrs, op.result()->name());
-    if (keepdims) {
-      record(op, reduced);
-    } else {
-      op.result()->replaceAllUsesWith(reduced);
-      converted_.insert(&op);
-    }
+    if (keepdims) record(op, reduced);
+    else replace(op, reduced);
     return true;
   }
 
-  // max_pool2d or avg_pool2d of a channels-last value: the same pool channels-last (a ResNet's stem
-  // pool, which would otherwise cost a transpose each way around it).
+  // A pool reading a channels-last value, and every pool gradient: the same op channels-last (a
+  // ResNet's stem pool, which would otherwise cost a transpose each way around it; a gradient's
+  // result, its forward op's input, feeds a convolution's gradients, and where its cotangent comes
+  // channels-first, from a flatten's gradient, that is the smaller tensor to transpose).
   bool carryThroughPool(Op& op) {
-    if ((op.kind() != OpKind::MaxPool2d && op.kind() != OpKind::AvgPool2d) || isChannelsLast(op) || !twin(op.operand(0)))
-      return false;
-    record(op, insertOpBefore(op, op.kind(), {twin(op.operand(0))}, channelsLastAttrs(op), op.result()->name()));
+    bool pool = op.kind() == OpKind::MaxPool2d || op.kind() == OpKind::AvgPool2d;
+    bool gradient = op.kind() == OpKind::MaxPool2dBackward || op.kind() == OpKind::AvgPool2dBackward;
+    if (!(pool && twin(op.operand(0))) && !gradient) return false;
+    if (isChannelsLast(op)) return false;
+    std::vector<Value*> operands;
+    for (Value* v : op.operands()) operands.push_back(channelsLast(op, v));
+    record(op, insertOpBefore(op, op.kind(), operands, channelsLastAttrs(op), op.result()->name()));
     return true;
   }
 
@@ -173,10 +188,15 @@ class Converter {
     twins_[op.result()] = channelsLast;
     converted_.insert(&op);
   }
+  // `op` computed again channels-last as the same tensor (a weight gradient, a reduction's [n,c]).
+  void replace(Op& op, Value* same) {
+    op.result()->replaceAllUsesWith(same);
+    converted_.insert(&op);
+  }
 
   std::unordered_map<Value*, Value*> twins_;           // an NCHW value -> the same values as NHWC
   std::unordered_map<Value*, Value*> channelsFirst_;  // an NCHW value -> its twin transposed back
-  std::unordered_map<Value*, Value*> transposedInputs_;  // an unconverted conv input -> as NHWC
+  std::unordered_map<Value*, Value*> transposedInputs_;  // an NCHW activation a converted op reads -> as NHWC
   std::unordered_set<Op*> converted_;                  // ops whose results the twins replace
 };
 

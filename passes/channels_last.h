@@ -8,14 +8,15 @@
 
 namespace kiln::passes {
 
-// In each function with two or more f32 conv2d ops with symmetric pads and no backward
-// convolution (a training step keeps NCHW: its backward ops read it), rewrites every such conv2d
-// as `conv2d {layout = "nhwc"}` of its input transposed to NHWC, and carries the NHWC value on
-// through the ops after it that work in any layout: elementwise ops (their small broadcast
-// operands, a bias [c,1,1] or a squeeze-and-excite scale [n,c,1,1], transposed alongside),
-// reductions with explicit axes (renumbered) and max/avg pools (`layout = "nhwc"` too). The next
+// In each function with two or more f32 convolutions with symmetric pads (conv2d and, in a
+// training step, conv2d_backward_data and _filter), rewrites each as the same op with
+// `layout = "nhwc"` on its activations transposed to NHWC, and carries NHWC values on through the
+// ops after them that work in any layout: elementwise ops (their small broadcast operands, a bias
+// [c,1,1] or a squeeze-and-excite scale [n,c,1,1], transposed alongside), reductions with explicit
+// axes (renumbered), max/avg pools and their gradients (`layout = "nhwc"` too). The next
 // convolution then reads the NHWC value itself; an op that needs NCHW (a reshape, the function's
-// results) reads it transposed back, once per value. The program computes the same values; only where the transposes sit moves.
+// results) reads it transposed back, once per value. The program computes the same values; only
+// where the transposes sit moves.
 PassResult convertToChannelsLast(Module& module, PassContext& context);
 
 }  // namespace kiln::passes

@@ -265,9 +265,9 @@ struct OnednnCall::State {
   // with reorders from and to kiln's plain layouts where they differ. `extra` are arguments
   // taken as they are (the bias).
   Status addWithLayouts(const_dnnl_op_desc_t desc, const PostOps& attr, const std::vector<LayoutOperand>& operands,
-                        std::vector<Arg> extra, const_dnnl_primitive_desc_t hint = nullptr) {
+                        std::vector<Arg> extra) {
     PrimitiveDesc pd;
-    KILN_TRY(pd.create(desc, attr, hint));
+    KILN_TRY(pd.create(desc, attr));
     return addWithLayouts(pd, operands, std::move(extra));
   }
 
@@ -378,8 +378,8 @@ struct OnednnCall::State {
   // Convolutions are described with "any" layouts, so oneDNN picks its own (NHWC for its brgemm
   // kernels on AVX-512, nChw16c or nChw8c for others), and reorders convert kiln's layouts around
   // the call where they differ: measured 2x faster than oneDNN's kernels for plain NCHW, reorders
-  // included. A channels-last conv2d (the channels-last pass) holds x and y as NHWC, which
-  // oneDNN then takes as they are where it has a jit kernel for them (below).
+  // included. A channels-last conv2d or gradient (the channels-last pass) holds x and y (dx, dy)
+  // as NHWC, which oneDNN then takes as they are where it has a jit kernel for them (below).
   Status conv(const codegen::ConvCall& call) {
     if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 convolutions only");
     dnnl_format_tag_t activations = call.channelsLast ? dnnl_nhwc : dnnl_nchw;
@@ -401,57 +401,60 @@ struct OnednnCall::State {
                         (call.outW - 1) * call.strideW + (call.kw - 1) * call.dilationW + 1 - call.w - call.padW};
     using D = codegen::ConvDirection;
     bool hasBias = call.direction == D::Forward && call.bias >= 0;
-    dnnl_convolution_desc_t forward;
-    KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &forward,
-              call.direction == D::Forward ? dnnl_forward_inference : dnnl_forward_training, dnnl_convolution_direct,
-              &xAny, &wAny, hasBias ? &bias : nullptr, &yAny, strides, dilates, padL, padR);
-    if (call.direction == D::Forward) {
-      PostOps epilogue = convPostOps(call.epilogue);
-      // Channels-last activations as they are, where oneDNN has a jit kernel for NHWC (on AVX2
-      // its jit:avx2, jit_1x1:avx2 and jit_dw:avx2 took every convolution of MobileNetV2,
-      // EfficientNet-B0 and ResNet-50). Given "any", oneDNN without AVX-512 picks nChw8c, and a
-      // reorder before and after every convolution took ~40% of MobileNetV2's time: on the 2-core
-      // Zen 3 sandbox, MobileNetV2 7.6-7.8 -> 4.3-4.6 ms, EfficientNet-B0 12.4-12.8 -> 8.8-9.4,
-      // ResNet-50 54-55 -> 51-53 (onnxruntime 4.6-5.1, 8.4-9.0, 46-54 in the same hour).
-      PrimitiveDesc pd;
-      bool inPlace = false;
-      if (call.channelsLast) {
-        dnnl_convolution_desc_t nhwc;
-        KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &nhwc, dnnl_forward_inference, dnnl_convolution_direct,
-                  &x, &wAny, hasBias ? &bias : nullptr, &y, strides, dilates, padL, padR);
-        inPlace = pd.create(&nhwc, epilogue).ok() &&
-                  (pd.implementation().starts_with("jit") || pd.implementation().starts_with("brg"));
+    PostOps epilogue = call.direction == D::Forward ? convPostOps(call.epilogue) : PostOps();
+    // The call's primitive with activations described by xs and ys; a backward one takes the
+    // forward one's as a hint, which must outlive it (held in `hint`).
+    auto create = [&](PrimitiveDesc& pd, PrimitiveDesc& hint, const dnnl_memory_desc_t* xs,
+                      const dnnl_memory_desc_t* ys) -> Status {
+      dnnl_convolution_desc_t forward, backward;
+      KILN_DNNL(dnnl_dilated_convolution_forward_desc_init, &forward,
+                call.direction == D::Forward ? dnnl_forward_inference : dnnl_forward_training, dnnl_convolution_direct,
+                xs, &wAny, hasBias ? &bias : nullptr, ys, strides, dilates, padL, padR);
+      if (call.direction == D::Forward) return pd.create(&forward, epilogue);
+      KILN_TRY(hint.create(&forward, PostOps()));
+      if (call.direction == D::BackwardData)
+        KILN_DNNL(dnnl_dilated_convolution_backward_data_desc_init, &backward, dnnl_convolution_direct, xs, &wAny, ys,
+                  strides, dilates, padL, padR);
+      else
+        KILN_DNNL(dnnl_dilated_convolution_backward_weights_desc_init, &backward, dnnl_convolution_direct, xs, &wAny,
+                  nullptr, ys, strides, dilates, padL, padR);
+      return pd.create(&backward, PostOps(), hint.pd);
+    };
+    // Channels-last activations as they are, where oneDNN has a jit kernel for NHWC (on AVX2 its
+    // jit:avx2, jit_1x1:avx2 and jit_dw:avx2 took every convolution of MobileNetV2,
+    // EfficientNet-B0 and ResNet-50, and jit:avx2 all three directions of a CNN's training step).
+    // Given "any", oneDNN without AVX-512 picks nChw8c, and a reorder before and after every
+    // convolution took ~40% of MobileNetV2's time: on the 2-core Zen 3 sandbox, MobileNetV2
+    // 7.6-7.8 -> 4.3-4.6 ms, EfficientNet-B0 12.4-12.8 -> 8.8-9.4, ResNet-50 54-55 -> 51-53
+    // (onnxruntime 4.6-5.1, 8.4-9.0, 46-54 in the same hour).
+    PrimitiveDesc pd, hint;
+    bool inPlace = call.channelsLast && create(pd, hint, &x, &y).ok() &&
+                   (pd.implementation().starts_with("jit") || pd.implementation().starts_with("brg"));
+    if (!inPlace) KILN_TRY(create(pd, hint, &xAny, &yAny));
+    switch (call.direction) {
+      case D::Forward: {
+        std::vector<Arg> extra;
+        if (hasBias) extra.push_back({DNNL_ARG_BIAS, bias, call.bias});
+        return addWithLayouts(pd,
+                              {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
+                               {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
+                               {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true}},
+                              std::move(extra));
       }
-      if (!inPlace) KILN_TRY(pd.create(&forward, epilogue));
-      std::vector<Arg> extra;
-      if (hasBias) extra.push_back({DNNL_ARG_BIAS, bias, call.bias});
-      return addWithLayouts(pd,
-                            {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
-                             {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
-                             {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true}},
-                            std::move(extra));
+      case D::BackwardData:
+        return addWithLayouts(pd,
+                              {{DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, false},
+                               {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
+                               {DNNL_ARG_DIFF_SRC, dnnl_query_diff_src_md, x, call.output, true}},
+                              {});
+      case D::BackwardFilter:
+        return addWithLayouts(pd,
+                              {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
+                               {DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, false},
+                               {DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md, w, call.output, true}},
+                              {});
     }
-    // The backward primitives take the forward one's descriptor as a hint.
-    PostOps none;
-    PrimitiveDesc hint;
-    KILN_TRY(hint.create(&forward, none));
-    dnnl_convolution_desc_t backward;
-    if (call.direction == D::BackwardData) {
-      KILN_DNNL(dnnl_dilated_convolution_backward_data_desc_init, &backward, dnnl_convolution_direct, &xAny, &wAny,
-                &yAny, strides, dilates, padL, padR);
-      return addWithLayouts(&backward, none,
-                            {{DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, false},
-                             {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
-                             {DNNL_ARG_DIFF_SRC, dnnl_query_diff_src_md, x, call.output, true}},
-                            {}, hint.pd);
-    }
-    KILN_DNNL(dnnl_dilated_convolution_backward_weights_desc_init, &backward, dnnl_convolution_direct, &xAny, &wAny,
-              nullptr, &yAny, strides, dilates, padL, padR);
-    return addWithLayouts(&backward, none,
-                          {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
-                           {DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, false},
-                           {DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md, w, call.output, true}},
-                          {}, hint.pd);
+    return Error("oneDNN: unknown convolution direction");
   }
 };
 

@@ -41,37 +41,40 @@ Expected<Tensor> gatherBackward(const Op& op, const Tensor& dy, const Tensor& in
 }
 
 // conv2d's terms (forEachConvTerm), each product's contribution to y sent back to x or w:
-// dx[x] += dy[y] * w[w]  and  dw[w] += dy[y] * x[x].
+// dx[x] += dy[y] * w[w]  and  dw[w] += dy[y] * x[x]. Channels-last runs over the channels-first
+// views of x and dy (ChannelsFirstView).
 Tensor conv2dBackward(const Op& op, const Tensor& a, const Tensor& b) {
   bool data = op.kind() == OpKind::Conv2dBackwardData;
   const Tensor& dy = data ? a : b;
   const TensorType& type = op.result()->type();
   std::vector<double> other = toDoubles(data ? b : a), dyv = toDoubles(dy);
   std::vector<double> out(static_cast<size_t>(type.numElements()), 0.0);
-  forEachConvTerm(op, data ? type.shape : a.shape(), data ? b.shape() : type.shape, dy.shape(),
-                  [&](int64_t y, int64_t x, int64_t w) {
-                    if (data) out[x] += dyv[y] * other[w];
-                    else out[w] += dyv[y] * other[x];
-                  });
+  ChannelsFirstView xs = channelsFirstView(op, data ? type.shape : a.shape()), ys = channelsFirstView(op, dy.shape());
+  forEachConvTerm(op, xs.shape, data ? b.shape() : type.shape, ys.shape, [&](int64_t y, int64_t x, int64_t w) {
+    auto at = [](int64_t i) { return static_cast<size_t>(i); };
+    if (data) out[at(xs(x))] += dyv[at(ys(y))] * other[at(w)];
+    else out[at(w)] += dyv[at(ys(y))] * other[at(xs(x))];
+  });
   return fromDoubles(type, out);
 }
 
 // Pooling's windows, each sending its dy back: max to the window's first maximal real element
-// (row-major; a NaN is maximal, as max_pool2d lets it win), avg in equal shares to its real
-// elements.
+// (row-major in the channels-first view; a NaN is maximal, as max_pool2d lets it win), avg in
+// equal shares to its real elements.
 Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in) {
   bool isMax = op.kind() == OpKind::MaxPool2dBackward;
   const Tensor& dy = *in.back();
   const TensorType& type = op.result()->type();
   PoolWindow w = poolWindow(op);
-  int64_t planes = type.shape[0] * type.shape[1], height = type.shape[2], width = type.shape[3];
-  int64_t outH = dy.shape()[2], outW = dy.shape()[3];
+  ChannelsFirstView xs = channelsFirstView(op, type.shape), ys = channelsFirstView(op, dy.shape());
+  int64_t planes = xs.shape[0] * xs.shape[1], height = xs.shape[2], width = xs.shape[3];
+  int64_t outH = ys.shape[2], outW = ys.shape[3];
   std::vector<double> dx(static_cast<size_t>(type.numElements()), 0.0);
   int64_t index = 0;
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t oy = 0; oy < outH; ++oy)
       for (int64_t ox = 0; ox < outW; ++ox) {
-        double g = dy.getDouble(index++);
+        double g = dy.getDouble(ys(index++));
         std::vector<int64_t> members;
         int64_t best = -1;
         double bestValue = 0;
@@ -81,7 +84,7 @@ Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in) {
           for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
             int64_t ix = ox * w.strides[1] - w.pads[1] + kx * w.dilations[1];
             if (ix < 0 || ix >= width) continue;
-            int64_t at = (p * height + iy) * width + ix;
+            int64_t at = xs((p * height + iy) * width + ix);
             members.push_back(at);
             if (!isMax) continue;
             double v = in[0]->getDouble(at);
@@ -89,9 +92,9 @@ Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in) {
             if (better) best = at, bestValue = v;
           }
         }
-        if (isMax) dx[best] += g;
+        if (isMax) dx[static_cast<size_t>(best)] += g;
         else
-          for (int64_t at : members) dx[at] += g / static_cast<double>(members.size());
+          for (int64_t at : members) dx[static_cast<size_t>(at)] += g / static_cast<double>(members.size());
       }
   return fromDoubles(type, dx);
 }

@@ -47,6 +47,16 @@ Expected<Tensor> gather(const Op& op, const Tensor& x, const Tensor& indices);
 Tensor pad(const Op& op, const Tensor& x);
 
 // ---- nn.cpp ----
+// A conv2d's or pool's (or their backward ops') operand or result seen channels-first: its
+// [N,C,H,W] shape, and where each element of that view (in row-major order) is stored: at itself,
+// or for a channels-last layout at its [n,h,w,c] position. Channels-last ops compute the
+// channels-first op over these views.
+struct ChannelsFirstView {
+  Shape shape;
+  std::vector<int64_t> positions;  // empty: channels-first, each element where it is
+  int64_t operator()(int64_t i) const { return positions.empty() ? i : positions[static_cast<size_t>(i)]; }
+};
+ChannelsFirstView channelsFirstView(const Op& op, const Shape& stored);
 Tensor matmul(const Op& op, const Tensor& a, const Tensor& b);
 Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w);
 // Every product of conv2d's sums, in order: term(y, x, w) for output element y, input element x

@@ -92,22 +92,11 @@ void forEachConvTerm(const Op& op, const Shape& xs, const Shape& ws, const Shape
         }
 }
 
-namespace {
-// A conv2d's or pool's operand or result seen channels-first: its [N,C,H,W] shape, and where
-// each element of that view (in row-major order) is stored: at itself, or for a channels-last
-// layout at its [n,h,w,c] position ([n,h,w,c]'s strides in n,c,h,w order). Channels-last ops
-// compute the channels-first op over these views.
-struct ChannelsFirstView {
-  Shape shape;
-  std::vector<int64_t> positions;  // empty: channels-first, each element where it is
-  int64_t operator()(int64_t i) const { return positions.empty() ? i : positions[static_cast<size_t>(i)]; }
-};
 ChannelsFirstView channelsFirstView(const Op& op, const Shape& stored) {
   if (!isChannelsLast(op)) return {stored, {}};
   Shape s = permuteShape(stored, kChannelsFirst);
   return {s, stridedIndices(s, {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]})};
 }
-}  // namespace
 
 Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
   Tensor out(op.result()->type());

@@ -1,5 +1,7 @@
 // Differential tests, CPU backend vs interpreter: reductions, normalisations, matmul, layout ops,
 // gather, convolution, pooling, batch norm and cross entropy, on several shapes and dtypes.
+#include <regex>
+
 #include "tests/unit/codegen/cpu_test_util.h"
 
 namespace kiln::test {
@@ -249,16 +251,23 @@ TEST(CpuOps, PoolGradients) {
       {"[1,2,9,36], %dy: T[1,2,4,18]", "kernel = [2, 2], strides = [2, 2]"},
       {"[1,2,6,39], %dy: T[1,2,2,13]", "kernel = [2, 2], strides = [3, 3]"},
   };
+  // Each also channels-last (a training step's after the channels-last pass): x and dy [N,H,W,C].
+  const std::regex nchw(R"(\[(\d+),(\d+),(\d+),(\d+)\])");
   for (const char* t : {"f32", "bf16"})
-    for (const Pool& p : pools) {
-      std::string params = std::string("%x: T") + p.shapes;
-      for (size_t at; (at = params.find('T')) != std::string::npos;) params.replace(at, 1, t);
-      check(params, std::string("max_pool2d_backward %x, %dy {") + p.attrs + "}", {accumulateTolerance(), 1, true});
-      std::string dy = params.substr(params.find("%dy"));
-      std::string input = params.substr(params.find('['), params.find(']') - params.find('[') + 1);
-      check(dy, std::string("avg_pool2d_backward %dy {") + p.attrs + ", input_shape = " + input + "}",
-            {accumulateTolerance()});
-    }
+    for (const Pool& p : pools)
+      for (bool channelsLast : {false, true}) {
+        std::string params = std::string("%x: T") + p.shapes;
+        for (size_t at; (at = params.find('T')) != std::string::npos;) params.replace(at, 1, t);
+        std::string attrs = p.attrs;
+        if (channelsLast) {
+          params = std::regex_replace(params, nchw, "[$1,$3,$4,$2]");
+          attrs += ", layout = \"nhwc\"";
+        }
+        check(params, "max_pool2d_backward %x, %dy {" + attrs + "}", {accumulateTolerance(), 1, true});
+        std::string dy = params.substr(params.find("%dy"));
+        std::string input = params.substr(params.find('['), params.find(']') - params.find('[') + 1);
+        check(dy, "avg_pool2d_backward %dy {" + attrs + ", input_shape = " + input + "}", {accumulateTolerance()});
+      }
 }
 
 TEST(CpuOps, SoftmaxCrossEntropy) {

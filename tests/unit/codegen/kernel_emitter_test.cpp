@@ -184,6 +184,14 @@ Cases denseCases() {
     check("max_pool2d_backward", {t + "[1,2,5,5]", t + "[1,2,3,6]"}, "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2]");
     check("avg_pool2d_backward", {t + "[1,2,2,2]"}, "kernel = [3, 3], pads = [1, 1, 1, 1], input_shape = [1, 2, 5, 5]");
     check("gather_backward", {t + "[2,3,4]", "i64[2,3]"}, "axis = 0, input_shape = [5, 4]");
+    // Channels-last (ActivationLayout): the same windows on [N,H,W,C] activations.
+    check("conv2d", {t + "[1,6,6,4]", t + "[6,2,3,3]"}, "strides = [2, 1], pads = [1, 0, 1, 2], groups = 2, layout = \"nhwc\"");
+    check("conv2d_backward_data", {t + "[1,3,4,6]", t + "[6,2,3,3]"},
+          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, input_shape = [1, 6, 6, 4], layout = \"nhwc\"");
+    check("conv2d_backward_filter", {t + "[1,6,6,4]", t + "[1,3,4,6]"},
+          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, filter_shape = [6, 2, 3, 3], layout = \"nhwc\"");
+    check("max_pool2d_backward", {t + "[1,5,5,2]", t + "[1,3,6,2]"}, "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2], layout = \"nhwc\"");
+    check("avg_pool2d_backward", {t + "[1,2,2,2]"}, "kernel = [3, 3], pads = [1, 1, 1, 1], input_shape = [1, 5, 5, 2], layout = \"nhwc\"");
   }
   return check.cases;
 }
