@@ -114,15 +114,19 @@ llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& 
   return e.fromDouble(acc, op.result()->type().dtype);
 }
 
-// One step of a scan for a window's first maximal element: (best, bestAt) after seeing v at
-// window offset `at`. The first element, a NaN after a number, or a number above the best so far
-// takes over (bestAt < 0: nothing seen yet), as the interpreter's max pool does.
+// Whether v, seen next in a scan for a window's first maximal element, takes over from `best`:
+// the first element does, then a NaN after a number or a number above the best so far, nothing
+// after a NaN (as the interpreter's max pool). "Not <=" (ugt) is "NaN or above" in one compare.
+llvm::Value* takesOver(ElementEmitter& e, llvm::Value* first, llvm::Value* best, llvm::Value* v) {
+  auto& b = e.b;
+  return b.CreateOr(first, b.CreateAnd(b.CreateFCmpORD(best, best), b.CreateFCmpUGT(v, best)));
+}
+
+// One step of that scan: (best, bestAt) after seeing v at window offset `at` (bestAt < 0:
+// nothing seen yet).
 Values firstMaximumStep(ElementEmitter& e, llvm::Value* best, llvm::Value* bestAt, llvm::Value* v, llvm::Value* at) {
   auto& b = e.b;
-  llvm::Value* first = b.CreateICmpSLT(bestAt, e.i64(0));
-  llvm::Value* bestIsNan = b.CreateFCmpUNO(best, best);
-  llvm::Value* beats = b.CreateOr(b.CreateFCmpUNO(v, v), b.CreateFCmpOGT(v, best));
-  llvm::Value* take = b.CreateOr(first, b.CreateAnd(b.CreateNot(bestIsNan), beats));
+  llvm::Value* take = takesOver(e, b.CreateICmpSLT(bestAt, e.i64(0)), best, v);
   return Values{b.CreateSelect(take, v, best), b.CreateSelect(take, at, bestAt)};
 }
 
@@ -144,14 +148,18 @@ llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Inde
   };
   oy = clampTo(oy, rows);
   ox = clampTo(ox, cols);
+  // Offsets in the window as 32-bit integers: a vector of them fills one register where 64-bit
+  // ones took two, and every step of the scan selects one (a third of the CPU's scan time).
   llvm::Type* type = e.computeType(x->type().dtype);
-  Values init{llvm::ConstantFP::get(type, -INFINITY), e.i64(-1)};
+  llvm::Value* mine = b.CreateTrunc(b.CreateAdd(b.CreateMul(ky, e.i64(cols.kernel)), kx), b.getInt32Ty());
+  Values init{llvm::ConstantFP::get(type, -INFINITY), b.getInt32(0)};
   Values scan = e.loopNest({rows.kernel, cols.kernel}, init, [&](const Index& j, const Values& c) {
     llvm::Value* v = e.emit(x, layout.stored({index[0], index[1], e.windowPosition(oy, rows.stride, 0, j[0], 1),
                                               e.windowPosition(ox, cols.stride, 0, j[1], 1)}));
-    return firstMaximumStep(e, c[0], c[1], v, b.CreateAdd(b.CreateMul(j[0], e.i64(cols.kernel)), j[1]));
+    llvm::Value* at = b.CreateTrunc(b.CreateAdd(b.CreateMul(j[0], e.i64(cols.kernel)), j[1]), b.getInt32Ty());
+    llvm::Value* take = takesOver(e, b.CreateICmpEQ(at, b.getInt32(0)), c[0], v);
+    return Values{b.CreateSelect(take, v, c[0]), b.CreateSelect(take, at, c[1])};
   });
-  llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(cols.kernel)), kx);
   llvm::Value* chosen = b.CreateAnd(b.CreateAnd(yValid, xValid), b.CreateICmpEQ(scan[1], mine));
   llvm::Value* g = e.emit(dy, layout.stored({index[0], index[1], oy, ox}));
   llvm::Value* zero = llvm::ConstantFP::get(g->getType(), 0.0);
