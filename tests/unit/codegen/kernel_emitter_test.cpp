@@ -171,27 +171,29 @@ Cases denseCases() {
     check("matmul", {t + "[2,1,4,3]", t + "[5,3,2]"});
   }
   for (const auto& t : kFloats) {
-    check("conv2d", {t + "[1,4,6,6]", t + "[6,2,3,3]"},
-          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2");
     check("conv2d", {t + "[2,3,5,5]", t + "[4,3,1,1]"});
-    check("max_pool2d", {t + "[1,2,5,5]"}, "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2]");
-    check("avg_pool2d", {t + "[1,2,5,5]"}, "kernel = [3, 3], pads = [1, 1, 1, 1]");
     check("batch_norm", {t + "[2,3,4]", t + "[3]", t + "[3]", t + "[3]", t + "[3]"}, "epsilon = 0.01");
-    check("conv2d_backward_data", {t + "[1,6,3,4]", t + "[6,2,3,3]"},
-          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, input_shape = [1, 4, 6, 6]");
-    check("conv2d_backward_filter", {t + "[1,4,6,6]", t + "[1,6,3,4]"},
-          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, filter_shape = [6, 2, 3, 3]");
-    check("max_pool2d_backward", {t + "[1,2,5,5]", t + "[1,2,3,6]"}, "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2]");
-    check("avg_pool2d_backward", {t + "[1,2,2,2]"}, "kernel = [3, 3], pads = [1, 1, 1, 1], input_shape = [1, 2, 5, 5]");
     check("gather_backward", {t + "[2,3,4]", "i64[2,3]"}, "axis = 0, input_shape = [5, 4]");
-    // Channels-last (ActivationLayout): the same windows on [N,H,W,C] activations.
-    check("conv2d", {t + "[1,6,6,4]", t + "[6,2,3,3]"}, "strides = [2, 1], pads = [1, 0, 1, 2], groups = 2, layout = \"nhwc\"");
-    check("conv2d_backward_data", {t + "[1,3,4,6]", t + "[6,2,3,3]"},
-          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, input_shape = [1, 6, 6, 4], layout = \"nhwc\"");
-    check("conv2d_backward_filter", {t + "[1,6,6,4]", t + "[1,3,4,6]"},
-          "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2, filter_shape = [6, 2, 3, 3], layout = \"nhwc\"");
-    check("max_pool2d_backward", {t + "[1,5,5,2]", t + "[1,3,6,2]"}, "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2], layout = \"nhwc\"");
-    check("avg_pool2d_backward", {t + "[1,2,2,2]"}, "kernel = [3, 3], pads = [1, 1, 1, 1], input_shape = [1, 5, 5, 2], layout = \"nhwc\"");
+  }
+  // The windowed ops and their gradients in both layouts (ActivationLayout): activations
+  // [N,C,H,W], or [N,H,W,C] with layout = "nhwc"; weights [O,C/groups,kh,kw] either way.
+  for (bool last : {false, true}) {
+    auto act = [last](int n, int c, int h, int w) {
+      auto s = [](int v) { return std::to_string(v); };
+      return last ? "[" + s(n) + ", " + s(h) + ", " + s(w) + ", " + s(c) + "]" : "[" + s(n) + ", " + s(c) + ", " + s(h) + ", " + s(w) + "]";
+    };
+    std::string layout = last ? ", layout = \"nhwc\"" : "";
+    std::string conv = "strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2], groups = 2";
+    std::string maxPool = "kernel = [2, 3], strides = [2, 1], pads = [1, 1, 0, 2]", avgPool = "kernel = [3, 3], pads = [1, 1, 1, 1]";
+    for (const auto& t : kFloats) {
+      check("conv2d", {t + act(1, 4, 6, 6), t + "[6,2,3,3]"}, conv + layout);
+      check("max_pool2d", {t + act(1, 2, 5, 5)}, maxPool + layout);
+      check("avg_pool2d", {t + act(1, 2, 5, 5)}, avgPool + layout);
+      check("conv2d_backward_data", {t + act(1, 6, 3, 4), t + "[6,2,3,3]"}, conv + ", input_shape = " + act(1, 4, 6, 6) + layout);
+      check("conv2d_backward_filter", {t + act(1, 4, 6, 6), t + act(1, 6, 3, 4)}, conv + ", filter_shape = [6, 2, 3, 3]" + layout);
+      check("max_pool2d_backward", {t + act(1, 2, 5, 5), t + act(1, 2, 3, 6)}, maxPool + layout);
+      check("avg_pool2d_backward", {t + act(1, 2, 2, 2)}, avgPool + ", input_shape = " + act(1, 2, 5, 5) + layout);
+    }
   }
   return check.cases;
 }
