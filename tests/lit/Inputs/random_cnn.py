@@ -7,11 +7,16 @@ residual adds; reductions over any axes with and without kept dims; max and avg 
 and padded.
 
   random_cnn.py check FIRST LAST DIR
+  random_cnn.py grad FIRST LAST DIR
 
 writes the program of each seed in [FIRST, LAST] to DIR, runs it with `kiln run` ($KILN, else on PATH) on
 the cpu backend and on the interpreter with the seed's random inputs, and compares the results
 as numpy_reference.py's `same` does (the dtype's tolerance, NaN where NaN). Prints one line per
-seed ("seed S: same" or what differs) and exits 1 if any differs or fails.
+seed ("seed S: same" or what differs) and exits 1 if any differs or fails. `grad` does the same
+for a training step's gradients: the program's results become a loss (the sum of their squares),
+`kiln grad` differentiates it with respect to the input and every weight and bias, and the
+gradient function is what runs (its convolutions' and pools' gradients go channels-last on the
+CPU with the forward ones).
 """
 import os
 import random
@@ -116,19 +121,47 @@ def gen(seed):
     return text
 
 
-def check(first, last, out_dir):
+def loss_of(text):
+    """The program with its results summed into one loss: the sum of every result's squares."""
+    head, body = text.split("\n", 1)
+    body, ret = body.rsplit("  return ", 1)
+    outs = [v.strip() for v in ret.split("}")[0].split(",")]
+    lines, terms = [], []
+    for i, out in enumerate(outs):
+        lines += [f"  %sq{i} = mul {out}, {out}", f"  %l{i} = reduce_sum %sq{i}"]
+        terms.append(f"%l{i}")
+    total = terms[0]
+    for i, term in enumerate(terms[1:]):
+        lines.append(f"  %t{i} = add {total}, {term}")
+        total = f"%t{i}"
+    return head.split(" -> ")[0] + " -> f32[] {\n" + body + "\n".join(lines) + f"\n  return {total}\n}}\n"
+
+
+def check(first, last, out_dir, grad=False):
     failed = 0
+    kiln = os.environ.get("KILN", "kiln")
     for seed in range(first, last + 1):
         text = gen(seed)
         if text is None:
             continue
         path = os.path.join(out_dir, f"cnn_{seed}.kiln")
-        with open(path, "w") as f:
-            f.write(text)
+        if grad:
+            loss = os.path.join(out_dir, f"cnn_{seed}_loss.kiln")
+            with open(loss, "w") as f:
+                f.write(loss_of(text))
+            wrt = ["x"] + [p.split(":")[0].strip()[1:] for p in text.split("(", 1)[1].split(")")[0].split(", ")[1:]]
+            made = subprocess.run([kiln, "grad", loss, "--wrt", ",".join(wrt), "-o", path], capture_output=True, text=True)
+            if made.returncode != 0:
+                print(f"seed {seed}: kiln grad FAILED: {made.stderr.strip()}")
+                failed += 1
+                continue
+        else:
+            with open(path, "w") as f:
+                f.write(text)
         outs = {}
         for backend in ("cpu", "interp"):
             outs[backend] = os.path.join(out_dir, f"cnn_{seed}_{backend}")
-            run = subprocess.run([os.environ.get("KILN", "kiln"), "run", path, "--backend", backend, "--seed", str(seed), "--out", outs[backend]],
+            run = subprocess.run([kiln, "run", path, "--backend", backend, "--seed", str(seed), "--out", outs[backend]],
                                  capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"seed {seed}: kiln run --backend {backend} FAILED: {run.stderr.strip()}")
@@ -147,6 +180,6 @@ def check(first, last, out_dir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5 or sys.argv[1] != "check":
+    if len(sys.argv) != 5 or sys.argv[1] not in ("check", "grad"):
         sys.exit(__doc__)
-    sys.exit(check(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]))
+    sys.exit(check(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], grad=sys.argv[1] == "grad"))
