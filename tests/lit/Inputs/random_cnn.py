@@ -137,6 +137,22 @@ def loss_of(text):
     return head.split(" -> ")[0] + " -> f32[] {\n" + body + "\n".join(lines) + f"\n  return {total}\n}}\n"
 
 
+def differing_gradients(got_dir, want_dir):
+    """The results that differ: f32's relative tolerance, and an absolute one scaled by the
+    tensor's largest value. A gradient element is a sum of many products (oneDNN's in f32, in
+    an order of its own): where they cancel, one of 0.15 among gradients of 40 carries the
+    error of the 40s (seen on 3 of 70 seeds, as much before channels-last training as after)."""
+    import numpy as np
+    names = sorted(f for f in os.listdir(want_dir) if f.startswith("result_"))
+    differs = []
+    for name in names:
+        got, want = (np.load(os.path.join(d, name)).astype(np.float64) for d in (got_dir, want_dir))
+        scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5 * scale, equal_nan=True):
+            differs.append(name)
+    return differs
+
+
 def check(first, last, out_dir, grad=False):
     failed = 0
     kiln = os.environ.get("KILN", "kiln")
@@ -168,12 +184,15 @@ def check(first, last, out_dir, grad=False):
                 failed += 1
                 break
         else:
-            with open(os.devnull, "w") as quiet:
-                stdout, sys.stdout = sys.stdout, quiet
-                try:
-                    differs = numpy_reference.same(outs["cpu"], outs["interp"])
-                finally:
-                    sys.stdout = stdout
+            if grad:
+                differs = differing_gradients(outs["cpu"], outs["interp"])
+            else:
+                with open(os.devnull, "w") as quiet:
+                    stdout, sys.stdout = sys.stdout, quiet
+                    try:
+                        differs = numpy_reference.same(outs["cpu"], outs["interp"])
+                    finally:
+                        sys.stdout = stdout
             print(f"seed {seed}: " + ("DIFFERS (numpy_reference.py same " + outs["cpu"] + " " + outs["interp"] + ")" if differs else "same"))
             failed += bool(differs)
     return 1 if failed else 0
