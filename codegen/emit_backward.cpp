@@ -114,19 +114,14 @@ llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& 
   return e.fromDouble(acc, op.result()->type().dtype);
 }
 
-// Whether v, seen next in a scan for a window's first maximal element, takes over from `best`:
-// the first element does, then a NaN after a number or a number above the best so far, nothing
-// after a NaN (as the interpreter's max pool). "Not <=" (ugt) is "NaN or above" in one compare.
-llvm::Value* takesOver(ElementEmitter& e, llvm::Value* first, llvm::Value* best, llvm::Value* v) {
+// One step of a scan for a window's first maximal element: (best, bestAt) after seeing v at
+// window offset `at`. The first element takes over (`first`), then a NaN after a number or a
+// number above the best so far, nothing after a NaN (as the interpreter's max pool). "Not <="
+// (ugt) is "NaN or above" in one compare.
+Values firstMaximumStep(ElementEmitter& e, llvm::Value* first, llvm::Value* best, llvm::Value* bestAt, llvm::Value* v,
+                        llvm::Value* at) {
   auto& b = e.b;
-  return b.CreateOr(first, b.CreateAnd(b.CreateFCmpORD(best, best), b.CreateFCmpUGT(v, best)));
-}
-
-// One step of that scan: (best, bestAt) after seeing v at window offset `at` (bestAt < 0:
-// nothing seen yet).
-Values firstMaximumStep(ElementEmitter& e, llvm::Value* best, llvm::Value* bestAt, llvm::Value* v, llvm::Value* at) {
-  auto& b = e.b;
-  llvm::Value* take = takesOver(e, b.CreateICmpSLT(bestAt, e.i64(0)), best, v);
+  llvm::Value* take = b.CreateOr(first, b.CreateAnd(b.CreateFCmpORD(best, best), b.CreateFCmpUGT(v, best)));
   return Values{b.CreateSelect(take, v, best), b.CreateSelect(take, at, bestAt)};
 }
 
@@ -157,8 +152,7 @@ llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Inde
     llvm::Value* v = e.emit(x, layout.stored({index[0], index[1], e.windowPosition(oy, rows.stride, 0, j[0], 1),
                                               e.windowPosition(ox, cols.stride, 0, j[1], 1)}));
     llvm::Value* at = b.CreateTrunc(b.CreateAdd(b.CreateMul(j[0], e.i64(cols.kernel)), j[1]), b.getInt32Ty());
-    llvm::Value* take = takesOver(e, b.CreateICmpEQ(at, b.getInt32(0)), c[0], v);
-    return Values{b.CreateSelect(take, v, c[0]), b.CreateSelect(take, at, c[1])};
+    return firstMaximumStep(e, b.CreateICmpEQ(at, b.getInt32(0)), c[0], c[1], v, at);
   });
   llvm::Value* chosen = b.CreateAnd(b.CreateAnd(yValid, xValid), b.CreateICmpEQ(scan[1], mine));
   llvm::Value* g = e.emit(dy, layout.stored({index[0], index[1], oy, ox}));
@@ -196,7 +190,8 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& outInd
           llvm::Value* count = b.CreateAdd(c[2], e.i64(1));
           if (!isMax) return Values{c[0], c[1], count};
           llvm::Value* v = e.toDouble(e.emit(x, layout.stored({index[0], index[1], iy, ix})));
-          Values best = firstMaximumStep(e, c[0], c[1], v, b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]));
+          llvm::Value* at = b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]);
+          Values best = firstMaximumStep(e, b.CreateICmpSLT(c[1], e.i64(0)), c[0], c[1], v, at);
           return Values{best[0], best[1], count};
         }, c);
       });

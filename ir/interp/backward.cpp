@@ -58,44 +58,29 @@ Tensor conv2dBackward(const Op& op, const Tensor& a, const Tensor& b) {
   return fromDoubles(type, out);
 }
 
-// Pooling's windows, each sending its dy back: max to the window's first maximal real element
-// (row-major in the channels-first view; a NaN is maximal, as max_pool2d lets it win), avg in
-// equal shares to its real elements.
+// Pooling's windows (forEachPoolWindow), each sending its dy back: max to the window's first
+// maximal real element (row-major in the channels-first view; a NaN is maximal, as max_pool2d
+// lets it win), avg in equal shares to its real elements.
 Tensor pool2dBackward(const Op& op, const std::vector<const Tensor*>& in) {
   bool isMax = op.kind() == OpKind::MaxPool2dBackward;
   const Tensor& dy = *in.back();
   const TensorType& type = op.result()->type();
-  PoolWindow w = poolWindow(op);
   ChannelsFirstView xs = channelsFirstView(op, type.shape), ys = channelsFirstView(op, dy.shape());
-  int64_t planes = xs.shape[0] * xs.shape[1], height = xs.shape[2], width = xs.shape[3];
-  int64_t outH = ys.shape[2], outW = ys.shape[3];
   std::vector<double> dx(static_cast<size_t>(type.numElements()), 0.0);
-  int64_t index = 0;
-  for (int64_t p = 0; p < planes; ++p)
-    for (int64_t oy = 0; oy < outH; ++oy)
-      for (int64_t ox = 0; ox < outW; ++ox) {
-        double g = dy.getDouble(ys(index++));
-        std::vector<int64_t> members;
-        int64_t best = -1;
-        double bestValue = 0;
-        for (int64_t ky = 0; ky < w.kernel[0]; ++ky) {
-          int64_t iy = oy * w.strides[0] - w.pads[0] + ky * w.dilations[0];
-          if (iy < 0 || iy >= height) continue;
-          for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
-            int64_t ix = ox * w.strides[1] - w.pads[1] + kx * w.dilations[1];
-            if (ix < 0 || ix >= width) continue;
-            int64_t at = xs((p * height + iy) * width + ix);
-            members.push_back(at);
-            if (!isMax) continue;
-            double v = in[0]->getDouble(at);
-            bool better = best < 0 || (!std::isnan(bestValue) && (std::isnan(v) || v > bestValue));
-            if (better) best = at, bestValue = v;
-          }
-        }
-        if (isMax) dx[static_cast<size_t>(best)] += g;
-        else
-          for (int64_t at : members) dx[static_cast<size_t>(at)] += g / static_cast<double>(members.size());
-      }
+  forEachPoolWindow(op, xs.shape, ys.shape, [&](int64_t window, const std::vector<int64_t>& members) {
+    double g = dy.getDouble(ys(window));
+    if (!isMax) {
+      for (int64_t at : members) dx[static_cast<size_t>(xs(at))] += g / static_cast<double>(members.size());
+      return;
+    }
+    int64_t best = -1;
+    double bestValue = 0;
+    for (int64_t at : members) {
+      double v = in[0]->getDouble(xs(at));
+      if (best < 0 || (!std::isnan(bestValue) && (std::isnan(v) || v > bestValue))) best = xs(at), bestValue = v;
+    }
+    dx[static_cast<size_t>(best)] += g;
+  });
   return fromDoubles(type, dx);
 }
 

@@ -63,6 +63,11 @@ Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w);
 // and weight element w (row-major indices), padding skipped.
 void forEachConvTerm(const Op& op, const Shape& xs, const Shape& ws, const Shape& ys,
                      const std::function<void(int64_t y, int64_t x, int64_t w)>& term);
+// Every window of a pool over channels-first `xs` giving `ys`: its index in ys (row-major) and
+// its real elements' indices in xs, row-major in the window; padding never takes part. Drives
+// pool2d and the pools' gradients (backward.cpp).
+void forEachPoolWindow(const Op& op, const Shape& xs, const Shape& ys,
+                       const std::function<void(int64_t window, const std::vector<int64_t>& members)>& visit);
 Tensor pool2d(const Op& op, const Tensor& x);  // max_pool2d, avg_pool2d
 Tensor batchNorm(const Op& op, const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
                  const Tensor& var);

@@ -109,42 +109,48 @@ Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
   return out;
 }
 
-// Padding never takes part: max_pool2d is the max of the window's real elements (a NaN wins, as
-// in max), avg_pool2d their mean (count_include_pad = false). pads < kernel (checked by the
-// verifier) guarantees every window holds at least one real element. Channels-last pools the
-// channels-first view's planes (ChannelsFirstView).
-Tensor pool2d(const Op& op, const Tensor& x) {
-  Tensor out(op.result()->type());
-  std::vector<int64_t> kernel = op.intsAttr("kernel");
-  std::vector<int64_t> strides = kernel;
-  if (const Attr* s = op.findAttr("strides")) strides = *s->getIntList();
-  std::vector<int64_t> pads = op.intsAttr("pads");
-  std::vector<int64_t> dil = op.intsAttr("dilations");
-  bool isMax = op.kind() == OpKind::MaxPool2d;
-  ChannelsFirstView xs = channelsFirstView(op, x.shape()), ys = channelsFirstView(op, out.shape());
-  int64_t planes = xs.shape[0] * xs.shape[1], height = xs.shape[2], width = xs.shape[3];
-  int64_t outH = ys.shape[2], outW = ys.shape[3];
-  int64_t index = 0;
+// Every window of a pool over channels-first `xs` giving `ys`, in ys's row-major order: its
+// index in ys and its real elements' indices in xs (row-major in the window; padding never takes
+// part). pads < kernel (checked by the verifier) leaves every window at least one real element.
+void forEachPoolWindow(const Op& op, const Shape& xs, const Shape& ys,
+                       const std::function<void(int64_t window, const std::vector<int64_t>& members)>& visit) {
+  PoolWindow w = poolWindow(op);
+  int64_t planes = xs[0] * xs[1], height = xs[2], width = xs[3];
+  std::vector<int64_t> members;
+  int64_t window = 0;
   for (int64_t p = 0; p < planes; ++p)
-    for (int64_t oy = 0; oy < outH; ++oy)
-      for (int64_t ox = 0; ox < outW; ++ox) {
-        double acc = isMax ? -INFINITY : 0.0;
-        int64_t count = 0;
-        for (int64_t ky = 0; ky < kernel[0]; ++ky) {
-          int64_t iy = oy * strides[0] - pads[0] + ky * dil[0];
+    for (int64_t oy = 0; oy < ys[2]; ++oy)
+      for (int64_t ox = 0; ox < ys[3]; ++ox) {
+        members.clear();
+        for (int64_t ky = 0; ky < w.kernel[0]; ++ky) {
+          int64_t iy = oy * w.strides[0] - w.pads[0] + ky * w.dilations[0];
           if (iy < 0 || iy >= height) continue;
-          for (int64_t kx = 0; kx < kernel[1]; ++kx) {
-            int64_t ix = ox * strides[1] - pads[1] + kx * dil[1];
-            if (ix < 0 || ix >= width) continue;
-            double v = x.getDouble(xs((p * height + iy) * width + ix));
-            if (!isMax) acc += v;
-            else if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
-            else acc = std::max(acc, v);
-            ++count;
+          for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
+            int64_t ix = ox * w.strides[1] - w.pads[1] + kx * w.dilations[1];
+            if (ix >= 0 && ix < width) members.push_back((p * height + iy) * width + ix);
           }
         }
-        out.setDouble(ys(index++), isMax ? acc : acc / static_cast<double>(count));
+        visit(window++, members);
       }
+}
+
+// max_pool2d is the max of the window's real elements (a NaN wins, as in max), avg_pool2d their
+// mean (count_include_pad = false). Channels-last pools the channels-first view's planes
+// (ChannelsFirstView).
+Tensor pool2d(const Op& op, const Tensor& x) {
+  Tensor out(op.result()->type());
+  bool isMax = op.kind() == OpKind::MaxPool2d;
+  ChannelsFirstView xs = channelsFirstView(op, x.shape()), ys = channelsFirstView(op, out.shape());
+  forEachPoolWindow(op, xs.shape, ys.shape, [&](int64_t window, const std::vector<int64_t>& members) {
+    double acc = isMax ? -INFINITY : 0.0;
+    for (int64_t at : members) {
+      double v = x.getDouble(xs(at));
+      if (!isMax) acc += v;
+      else if (std::isnan(v) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
+      else acc = std::max(acc, v);
+    }
+    out.setDouble(ys(window), isMax ? acc : acc / static_cast<double>(members.size()));
+  });
   return out;
 }
 
