@@ -41,6 +41,7 @@ class CpuTarget : public TargetHooks {
   int loopInterleave(int64_t trips, int64_t mathBefore) const override;
   int64_t inlineMathEmitted() const override { return inlineMath_; }
   bool tilesColumnReductions() const override { return true; }
+  bool transposesInRegisters() const override { return true; }
   bool loopsPoolWindows() const override { return true; }
   int64_t streamingOutputBytes() const override;
   // No shared memory or block on the CPU: never called (internal errors).

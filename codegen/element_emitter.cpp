@@ -633,46 +633,53 @@ void ElementEmitter::storeTileElements(const std::vector<Index>& indices, const 
   currentLinear_ = nullptr;
 }
 
+Index ElementEmitter::tileOrigin(const TransposeTile& tile, llvm::Value* item) {
+  const auto a = static_cast<size_t>(tile.inputInnerAxis), last = tile.shape.size() - 1;
+  Shape grid = tile.shape;
+  grid[a] = (grid[a] + kTile - 1) / kTile;
+  grid[last] = (grid[last] + kTile - 1) / kTile;
+  Index origin = delinearize(item, grid);
+  origin[a] = b.CreateMul(origin[a], i64(kTile));
+  origin[last] = b.CreateMul(origin[last], i64(kTile));
+  return origin;
+}
+
+Index ElementEmitter::transposeSource(const TransposeTile& tile, const Index& index) {
+  const std::vector<int64_t> perm = tile.transpose->intsAttr("perm");
+  Index source(index.size());
+  for (size_t d = 0; d < perm.size(); ++d) source[static_cast<size_t>(perm[d])] = index[d];
+  return source;
+}
+
 void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, llvm::Value* lane) {
   const Shape& shape = tile.shape;
   const size_t a = static_cast<size_t>(tile.inputInnerAxis), last = shape.size() - 1;
-  // Where the tile is: its index along every untiled axis, its first element along a and last.
-  Shape grid = shape;
-  grid[a] = (shape[a] + kTile - 1) / kTile;
-  grid[last] = (shape[last] + kTile - 1) / kTile;
-  const Index where = delinearize(item, grid);
+  const Index where = tileOrigin(tile, item);
   DType t = tile.input->type().dtype;
   llvm::Type* storage = storageType(t);
   // Each thread moves `width` neighbours at once, read as one vector along a (the input's
   // innermost axis) and written as one along the output's: 4 where both axes are a whole number
   // of vectors (so a vector is wholly inside or outside the tensor, and aligned), else 1.
   const uint64_t vectorBytes = std::min<uint64_t>(16, 4 * storage->getPrimitiveSizeInBits() / 8);
-  const int64_t width = shape[a] % 4 == 0 && shape[last] % 4 == 0 && bufferAlignment(tile.input) >= vectorBytes ? 4 : 1;
+  const int64_t width = shape[a] % 4 == 0 && shape[last] % 4 == 0 && bufferAlignment(tile.buffer) >= vectorBytes ? 4 : 1;
   const int64_t threadsPerRow = kTile / width, rowsPerPass = kTile * kTileRows / threadsPerRow;
   llvm::Value* column = b.CreateMul(b.CreateURem(lane, i64(threadsPerRow)), i64(width));
   llvm::Value* rowInPass = b.CreateUDiv(lane, i64(threadsPerRow));
-  llvm::Value* firstA = b.CreateMul(where[a], i64(kTile));
-  llvm::Value* firstLast = b.CreateMul(where[last], i64(kTile));
+  llvm::Value* firstA = where[a];
+  llvm::Value* firstLast = where[last];
   auto outputIndex = [&](llvm::Value* alongA, llvm::Value* alongLast) {
     Index o = where;
     o[a] = alongA;
     o[last] = alongLast;
     return o;
   };
-  // As the transpose emitter builds it (emit_layout.cpp), from the same values: the preloaded
-  // element below is found by this very index.
-  const std::vector<int64_t> perm = tile.transpose->intsAttr("perm");
-  auto sourceIndex = [&](const Index& o) {
-    Index source(o.size());
-    for (size_t d = 0; d < perm.size(); ++d) source[static_cast<size_t>(perm[d])] = o[d];
-    return source;
-  };
+  auto sourceIndex = [&](const Index& o) { return transposeSource(tile, o); };
   auto inside = [&](llvm::Value* alongA, llvm::Value* alongLast) {
     return b.CreateAnd(b.CreateICmpULT(alongA, i64(shape[a])), b.CreateICmpULT(alongLast, i64(shape[last])));
   };
   // tile[l][k]: the element at (firstA + k, firstLast + l).
   SharedTile smem(b, target_, storage, "tile");
-  llvm::Value* input = buffers_[static_cast<size_t>(inputIndex_.at(tile.input))];
+  llvm::Value* input = buffers_[static_cast<size_t>(inputIndex_.at(tile.buffer))];
   const Shape& inputShape = tile.input->type().shape;
   // Reads: a warp covers consecutive elements along a, the input's innermost axis.
   for (int64_t r = 0; r < kTile; r += rowsPerPass) {

@@ -59,6 +59,10 @@ class ElementEmitter {
   // threads on consecutive input addresses, then the outputs are computed and stored with
   // consecutive threads on consecutive output addresses, the transposed input read from the tile.
   void emitTileItem(const TransposeTile& tile, llvm::Value* item, llvm::Value* lane);
+  // The CPU's tiles (transpose_tile.h, registerTransposeTile): tile `item`'s input moved into a
+  // stack tile in blocks transposed in registers, then its outputs computed and stored row by row
+  // along the output's innermost axis, the transposed input read from the stack tile.
+  void emitRegisterTileItem(const TransposeTile& tile, llvm::Value* item);
   // Tiled matmuls (matmul_tile.h), on a GPU block of kTile x kTileRows threads: tile `item` of the
   // output, each thread summing four outputs over K through shared-memory tiles of A and B, then
   // the group's epilogue on each and the stores.
@@ -196,6 +200,12 @@ class ElementEmitter {
   // Computes the segment's outputs at `index` (element `linear` of the segment's shape), then
   // stores them.
   void storeElement(const Segment& segment, const Index& index, llvm::Value* linear);
+  // Tile `item` of `tile`'s first element: its index along every untiled axis, the first of the
+  // tile's along the input's innermost axis and along the last.
+  Index tileOrigin(const TransposeTile& tile, llvm::Value* item);
+  // The index of the transpose's operand that output `index` reads, built from the same values (so
+  // that what a tile preloads for it is found by emitting the transpose at `index`).
+  static Index transposeSource(const TransposeTile& tile, const Index& index);
   // Computes and stores every output of the group at `index` (of `shape`), with preloaded_ holding
   // what the tile supplies; clears preloaded_.
   void storeTileElement(const Index& index, const Shape& shape);

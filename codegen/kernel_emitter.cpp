@@ -39,6 +39,10 @@ bool readsTransposed(const KernelGroup& group, const Shape& shape) {
 std::optional<TransposeTile> transposeTileOf(const KernelGroup& group, const TargetHooks& target) {
   return target.sharedMemoryTiles() ? transposeTile(group) : std::nullopt;
 }
+// The CPU's tiles of such a kernel, blocks transposed in registers.
+std::optional<TransposeTile> registerTileOf(const KernelGroup& group, const TargetHooks& target) {
+  return target.transposesInRegisters() ? registerTransposeTile(group) : std::nullopt;
+}
 std::optional<MatmulTile> matmulTileOf(const KernelGroup& group, const TargetHooks& target) {
   return target.sharedMemoryTiles() ? matmulTile(group) : std::nullopt;
 }
@@ -59,8 +63,8 @@ namespace {
 // Whether `target` loops `group` segment by segment (ItemPart), one element or one column tile
 // per item.
 bool loopsByPart(const KernelGroup& group, const TargetHooks& target) {
-  return group.kind == KernelKind::Loop && !transposeTileOf(group, target) && !matmulTileOf(group, target) &&
-         !cpuMatmulRowsOf(group, target) && elementsPerItem(group, target) == 1;
+  return group.kind == KernelKind::Loop && !transposeTileOf(group, target) && !registerTileOf(group, target) &&
+         !matmulTileOf(group, target) && !cpuMatmulRowsOf(group, target) && elementsPerItem(group, target) == 1;
 }
 std::optional<ColumnTiles> columnTilesOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
   return target.tilesColumnReductions() ? columnTiles(group, segment) : std::nullopt;
@@ -85,6 +89,7 @@ int64_t windowColumnsOf(const KernelGroup& group, const Segment& segment, const 
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row) return group.numRows();
   if (auto tile = transposeTileOf(group, target)) return tile->tiles();
+  if (auto tile = registerTileOf(group, target)) return tile->tiles();
   if (auto tile = matmulTileOf(group, target)) return tile->tiles();
   if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItems(*rows);
   int64_t width = elementsPerItem(group, target), items = 0;
@@ -98,6 +103,7 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
 int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row || transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
   if (cpuMatmulRowsOf(group, target)) return kCpuMatmulRows * kCpuMatmulColumns;
+  if (registerTileOf(group, target)) return kTile * kTile;
   int64_t most = elementsPerItem(group, target);
   if (loopsByPart(group, target))
     for (const Segment& s : group.segments) {
@@ -115,6 +121,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
       for (const Value* v : *values) alignments.push_back(bufferAlignment(v));
     bool row = group->kind == KernelKind::Row;
     std::optional<TransposeTile> transposed = transposeTileOf(*group, target);
+    std::optional<TransposeTile> registerTile = registerTileOf(*group, target);
     std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
     std::optional<MatmulTile> cpuMatmul = cpuMatmulRowsOf(*group, target);
     // A loop kernel of one element per item may be looped shape by shape (segment by segment)
@@ -140,6 +147,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
           else if (part >= 0) emitter.emitSegmentItem(static_cast<size_t>(part), item);
           else if (row) emitter.emitRow(item, lane);
           else if (transposed) emitter.emitTileItem(*transposed, item, lane);
+          else if (registerTile) emitter.emitRegisterTileItem(*registerTile, item);
           else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);
           else if (cpuMatmul) emitter.emitCpuMatmulItem(*cpuMatmul, item);
           else emitter.emitLoopItem(item);

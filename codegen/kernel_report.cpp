@@ -42,6 +42,9 @@ std::string cpuStrategy(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop) return "";
   if (cpuMatmulRows(group))
     return "matmul blocks of " + std::to_string(kCpuMatmulRows) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, K outside";
+  if (registerTransposeTile(group))
+    return std::to_string(kTile) + "x" + std::to_string(kTile) + " tiles, " + std::to_string(kRegisterBlock) + "x" +
+           std::to_string(kRegisterBlock) + " blocks transposed in registers";
   std::string segments, windows;
   for (const Segment& s : group.segments) {
     if (auto tiles = columnTiles(group, s))

@@ -93,6 +93,10 @@ class TargetHooks {
   // (matmul_tile.h) go through shared-memory tiles: on the GPU, whose loads and stores are
   // coalesced per warp and whose blocks share a fast scratch memory.
   virtual bool sharedMemoryTiles() const { return false; }
+  // Whether loop kernels that read an input transposed go tile by tile, moving the input into a
+  // stack tile in blocks transposed in vector registers (transpose_tile.h, registerTransposeTile):
+  // on the CPU, where element by element every store (or load) would land in another cache line.
+  virtual bool transposesInRegisters() const { return false; }
   // Whether loop kernels compute the outputs of a column reduction a tile at a time, reduced axes
   // outside and the tile's columns inside (column_reduction.h): on the CPU, whose vectoriser only
   // widens innermost loops. GPU threads of a warp walk neighbouring columns side by side already.

@@ -33,9 +33,14 @@ std::optional<TransposeTile> transposeTile(const KernelGroup& group) {
     if (out->type().shape != shape) return std::nullopt;
   TransposeTile tile;
   tile.shape = shape;
+  size_t reshapes = 0;
   for (const Op* op : group.ops) {
     if (op->kind() == OpKind::Transpose && !tile.transpose) {
       tile.transpose = op;
+      continue;
+    }
+    if (op->kind() == OpKind::Reshape) {
+      ++reshapes;  // each must be on the way from an input to the transpose (below)
       continue;
     }
     if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != shape) return std::nullopt;
@@ -44,11 +49,27 @@ std::optional<TransposeTile> transposeTile(const KernelGroup& group) {
   // The innermost axis staying innermost: loads and stores agree, no tile needed.
   if (!movesInnermostAxis(*tile.transpose)) return std::nullopt;
   tile.input = tile.transpose->operand(0);
-  if (std::find(group.inputs.begin(), group.inputs.end(), tile.input) == group.inputs.end()) return std::nullopt;
+  tile.buffer = tile.input;
+  for (const Op* def = tile.buffer->definingOp(); def && def->kind() == OpKind::Reshape && reshapes > 0;
+       def = tile.buffer->definingOp()) {
+    if (tile.buffer->uses().size() != 1 || std::find(group.ops.begin(), group.ops.end(), def) == group.ops.end())
+      return std::nullopt;
+    tile.buffer = def->operand(0);
+    --reshapes;
+  }
+  if (reshapes > 0 || std::find(group.inputs.begin(), group.inputs.end(), tile.buffer) == group.inputs.end())
+    return std::nullopt;
   // Output axis d reads input axis perm[d]: the input's innermost axis lands on axis a.
   std::vector<int64_t> perm = tile.transpose->intsAttr("perm");
   int last = static_cast<int>(shape.size()) - 1;
   tile.inputInnerAxis = static_cast<int>(std::find(perm.begin(), perm.end(), last) - perm.begin());
+  return tile;
+}
+
+std::optional<TransposeTile> registerTransposeTile(const KernelGroup& group) {
+  std::optional<TransposeTile> tile = transposeTile(group);
+  if (!tile || tile->shape[static_cast<size_t>(tile->inputInnerAxis)] < kRegisterBlock || tile->shape.back() < kRegisterBlock)
+    return std::nullopt;
   return tile;
 }
 

@@ -14,7 +14,10 @@
 namespace kiln::codegen {
 
 struct TransposeTile {
-  const Value* input = nullptr;  // the group input the transpose reads
+  const Value* input = nullptr;   // the transpose's operand
+  // The group input whose buffer holds it: the operand itself, or what reshapes (views: the same
+  // elements in the same order) made the operand from, so the operand's linear index reads it.
+  const Value* buffer = nullptr;
   const Op* transpose = nullptr;
   Shape shape;                   // the kernel's (only) segment shape: the output's
   int inputInnerAxis = 0;        // the output axis the input's innermost axis becomes (not the last)
@@ -30,9 +33,21 @@ inline constexpr int64_t kTileRows = 8;   // rows of threads in a block: 8 x 32 
 // of rows are for).
 bool movesInnermostAxis(const Op& op);
 
+// The CPU's tiles (TargetHooks::transposesInRegisters): a tile of kTile x kTile outputs per work
+// item. Its input is moved into a tile on the stack in blocks of kRegisterBlock x kRegisterBlock,
+// each read as kRegisterBlock vectors along the input's innermost axis, transposed in registers
+// (shuffles) and written as vectors along the output's; then the outputs are computed and stored
+// row by row from the stack tile, a loop the vectoriser widens (element_emitter.h,
+// emitRegisterTileItem). Where both tiled axes hold at least one block: rows shorter than that go
+// in bands of rows (cpu_target.cpp), whose short-row loop vectorises across rows instead.
+inline constexpr int64_t kRegisterBlock = 8;
+std::optional<TransposeTile> registerTransposeTile(const KernelGroup& group);
+
 // The tile layout of `group`, or nothing when it is not a loop kernel of one segment whose only
-// layout op is one transpose of an input moving the innermost axis (the other ops elementwise on
-// the output's shape), or it is too small (under 1,024 elements) to be worth a tile.
+// layout ops are one transpose moving the innermost axis of an input, or of a reshape (or a chain
+// of them) of an input read by nothing else (a flatten's gradient unflattened), and whose other
+// ops are elementwise on the output's shape; or it is too small (under 1,024 elements) to be
+// worth a tile.
 std::optional<TransposeTile> transposeTile(const KernelGroup& group);
 
 }  // namespace kiln::codegen

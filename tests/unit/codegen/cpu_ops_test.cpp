@@ -121,23 +121,31 @@ TEST(CpuOps, GeneratedMatmulRows) {
   unsetenv("KILN_CPU_LIBRARIES");
 }
 
-// Loop parts computed through a transpose that moves the innermost axis go in bands of 32 rows,
-// column by column (codegen/cpu_target.cpp, emitBandLoops): whole bands, a last band of fewer
-// rows, and the partial rows at either end of a thread's chunk ([999,1001] splits mid-row on two
-// threads); several transposed parts in one kernel (the weight transposes of a training step);
-// a permute of a 3-D tensor with elementwise work fused in.
-TEST(CpuOps, TransposesInBandsOfRows) {
-  check("%x: f32[1001,999]", "transpose %x {perm = [1, 0]}");
-  check("%x: i8[70,33]", "transpose %x {perm = [1, 0]}");
-  auto parts = parseOrFail(R"(func @main(%a: f32[1024,10], %w: f32[300,200], %x: f32[64,77]) -> (f32[10,1024], f32[200,300], f32[77,64]) {
-  %ta = transpose %a {perm = [1, 0]}
-  %tw = transpose %w {perm = [1, 0]}
-  %tx = transpose %x {perm = [1, 0]}
-  return %ta, %tw, %tx
+// A loop kernel computed through one transpose that moves the innermost axis goes a 32x32 tile
+// at a time, the input moved into a stack tile in 8x8 blocks transposed in registers
+// (codegen/emit_register_tile.cpp): every dtype (1, 2, 4 and 8 bytes, bool) on whole tiles
+// ([64,96]), tiles and blocks cut by the tensor's edges (45 and 70: a 13-row block, a 6-column
+// one), an untiled axis between the tiled ones ([37,5,45] reversed), NCHW <-> NHWC; elementwise
+// work fused in, with a broadcast operand and NaN and infinities.
+TEST(CpuOps, TransposesInRegisterTiles) {
+  for (const char* t : kAllTypes) {
+    std::string T = t;
+    check("%x: " + T + "[64,96]", "transpose %x {perm = [1, 0]}");
+    check("%x: " + T + "[45,70]", "transpose %x {perm = [1, 0]}");
+    check("%x: " + T + "[37,5,45]", "transpose %x {perm = [2, 1, 0]}");
+    check("%x: " + T + "[2,24,9,40]", "transpose %x {perm = [0, 2, 3, 1]}");
+    check("%x: " + T + "[2,9,40,24]", "transpose %x {perm = [0, 3, 1, 2]}");
+  }
+  // Through a reshape of the input (reading its buffer at the reshaped index).
+  auto viewed = parseOrFail(R"(func @main(%x: f32[6,2100]) -> f32[6,30,70] {
+  %r = reshape %x {shape = [6, 70, 30]}
+  %t = transpose %r {perm = [0, 2, 1]}
+  %n = neg %t
+  return %n
 }
 )");
-  ASSERT_TRUE(parts);
-  expectSameAsInterpreter(*parts->entry());
+  ASSERT_TRUE(viewed);
+  expectSameAsInterpreter(*viewed->entry());
   auto fused = parseOrFail(R"(func @main(%x: f32[3,70,40], %b: f32[70]) -> f32[40,3,70] {
   %t = transpose %x {perm = [2, 0, 1]}
   %y = add %t, %b
@@ -149,6 +157,26 @@ TEST(CpuOps, TransposesInBandsOfRows) {
   DiffOptions specials;
   specials.specials = true;
   expectSameAsInterpreter(*fused->entry(), specials);
+}
+
+// Transposing loop parts the tiles do not take go in bands of 32 rows, column by column
+// (codegen/cpu_target.cpp, emitBandLoops): rows of 5 to 7 columns (shorter than a block), with
+// whole bands, a last band of fewer rows, and the partial rows at either end of a thread's chunk
+// ([6,1001] splits mid-row on two threads); several transposed parts in one kernel (the weight
+// transposes of a training step).
+TEST(CpuOps, TransposesInBandsOfRows) {
+  check("%x: f32[1001,6]", "transpose %x {perm = [1, 0]}");
+  check("%x: i8[70,5,33]", "transpose %x {perm = [2, 0, 1]}");
+  check("%x: f64[7,999]", "transpose %x {perm = [1, 0]}");
+  auto parts = parseOrFail(R"(func @main(%a: f32[1024,10], %w: f32[300,200], %x: f32[64,77]) -> (f32[10,1024], f32[200,300], f32[77,64]) {
+  %ta = transpose %a {perm = [1, 0]}
+  %tw = transpose %w {perm = [1, 0]}
+  %tx = transpose %x {perm = [1, 0]}
+  return %ta, %tw, %tx
+}
+)");
+  ASSERT_TRUE(parts);
+  expectSameAsInterpreter(*parts->entry());
 }
 
 // Rows of at most 4 columns (an image's channels moved last) go row by row instead, the columns

@@ -6,15 +6,21 @@
 #include <gtest/gtest.h>
 
 #include "codegen/transpose_tile.h"
+#include "passes/fusion.h"
 #include "tests/unit/codegen/cpu_test_util.h"
 
 namespace kiln::test {
 namespace {
 
-// The group the planner makes of `text`'s function (its first kernel).
+// The group the planner makes of `text`'s function after fusion (its first kernel). The module
+// and plan stay alive (the last call's) while the test reads the tile's values.
 std::optional<codegen::TransposeTile> tileOf(const std::string& text) {
-  auto m = parseOrFail(text);
-  auto plan = codegen::planFunction(*m->entry());
+  static std::unique_ptr<Module> module;
+  static std::unique_ptr<codegen::BlockPlan> plan;
+  module = parseOrFail(text);
+  passes::PassContext context;
+  EXPECT_TRUE(passes::fuseOps(*module, context).ok());
+  plan = codegen::planFunction(*module->entry());
   EXPECT_FALSE(plan->groups.empty());
   return codegen::transposeTile(plan->groups[0]);
 }
@@ -32,6 +38,13 @@ TEST(TransposeTile, OnlyWhereTheInnermostAxisMoves) {
   EXPECT_FALSE(tileOf("func @f(%x: f32[8,16,32]) -> f32[16,8,32] {\n  %t = transpose %x {perm = [1, 0, 2]}\n  return %t\n}\n"));
   // Too small to be worth a tile.
   EXPECT_FALSE(tileOf("func @f(%x: f32[16,16]) -> f32[16,16] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n"));
+  // Through a reshape of an input (a flatten's gradient unflattened): the tile reads the input's
+  // buffer at the reshaped operand's linear index.
+  auto viewed = tileOf("func @f(%x: f32[32,4096]) -> f32[32,8,8,64] {\n  %r = reshape %x {shape = [32, 64, 8, 8]}\n"
+                       "  %t = transpose %r {perm = [0, 2, 3, 1]}\n  return %t\n}\n");
+  ASSERT_TRUE(viewed);
+  EXPECT_EQ(viewed->input->type().shape, (Shape{32, 64, 8, 8}));
+  EXPECT_EQ(viewed->buffer->type().shape, (Shape{32, 4096}));
 }
 
 void expectMatches(const std::string& text, DiffOptions o = {}) {
@@ -49,6 +62,8 @@ TEST(GpuTransposeTile, EqualsTheInterpreter) {
   expectMatches("func @f(%x: f32[2,5,33,31]) -> f32[2,33,31,5] {\n  %t = transpose %x {perm = [0, 2, 3, 1]}\n  return %t\n}\n");
   expectMatches("func @f(%x: f32[2,33,31,5]) -> f32[2,5,33,31] {\n  %t = transpose %x {perm = [0, 3, 1, 2]}\n  return %t\n}\n");
   expectMatches("func @f(%x: f32[40,3,50]) -> f32[50,40,3] {\n  %t = transpose %x {perm = [2, 0, 1]}\n  return %t\n}\n");
+  expectMatches("func @f(%x: f32[6,2100]) -> f32[6,30,70] {\n  %r = reshape %x {shape = [6, 70, 30]}\n"
+                "  %t = transpose %r {perm = [0, 2, 1]}\n  return %t\n}\n");
 }
 
 TEST(GpuTransposeTile, FusedElementwiseAndBroadcastOperands) {
