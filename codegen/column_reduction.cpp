@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "codegen/element_emitter.h"  // reducedAxesOf
+#include "codegen/host_threads.h"
 
 namespace kiln::codegen {
 
@@ -53,7 +54,7 @@ std::optional<ColumnTiles> columnTiles(const KernelGroup& group, const Segment& 
   if (tiles.reductions.empty()) return std::nullopt;
   tiles.columns = shape.back();
   tiles.rows = numElements(shape) / tiles.columns;
-  while (tiles.tile > kMinColumnTile && tiles.items() < kColumnTileItems) tiles.tile /= 2;
+  while (tiles.tile > kMinColumnTile && tiles.items() < kColumnTileItemsPerThread * hostThreads()) tiles.tile /= 2;
   return tiles;
 }
 
