@@ -307,16 +307,17 @@ void preferWideVectors(llvm::Function& f) {
 
 // [begin, end) row by row: for each row the chunk touches, an inner loop over its columns, so the
 // loop vectoriser sees a plain counted loop whose column is the induction variable (a broadcast
-// input's index), and never a vector that crosses a row. Ends branching to `exit`.
+// input's index), and never a vector that crosses a row. With `breaks` (ItemPart::columnBreaks),
+// one such loop per run of columns between them, each with its own copy of the body. Ends
+// branching to `exit`.
 void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength,
-                  const TargetHooks& target, llvm::BasicBlock* exit,
+                  const std::vector<int64_t>& breaks, const TargetHooks& target, llvm::BasicBlock* exit,
                   const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
   llvm::LLVMContext& ctx = b.getContext();
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::BasicBlock* entry = b.GetInsertBlock();
   auto* rowHeader = llvm::BasicBlock::Create(ctx, "row", f);
-  auto* columns = llvm::BasicBlock::Create(ctx, "column", f);
-  auto* rowLatch = llvm::BasicBlock::Create(ctx, "row.next", f);
+  auto* rowLatch = llvm::BasicBlock::Create(ctx, "row.next");  // placed by columnLoop
   llvm::Value* length = b.getInt64(static_cast<uint64_t>(rowLength));
   b.CreateCondBr(b.CreateICmpSLT(begin, end), rowHeader, exit);
 
@@ -328,18 +329,40 @@ void emitRowLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, in
   llvm::Value* stop = b.CreateSelect(b.CreateICmpSLT(end, rowEnd), end, rowEnd, "stop");
   llvm::Value* firstColumn = b.CreateSub(at, rowStart, "column.first", true, true);
   llvm::Value* lastColumn = b.CreateSub(stop, rowStart, "column.end", true, true);
-  b.CreateBr(columns);
-
-  b.SetInsertPoint(columns);
-  llvm::PHINode* column = b.CreatePHI(b.getInt64Ty(), 2, "column");
-  column->addIncoming(firstColumn, rowHeader);
-  int64_t mathBefore = target.inlineMathEmitted();
-  body(b.CreateAdd(rowStart, column, "i", true, true), column);
-  llvm::Value* nextColumn = b.CreateAdd(column, b.getInt64(1), "column.next", true, true);
-  column->addIncoming(nextColumn, b.GetInsertBlock());
-  setLoopHints(b.CreateCondBr(b.CreateICmpSLT(nextColumn, lastColumn), columns, rowLatch), 0,
-               target.loopInterleave(rowLength, mathBefore));
-
+  // Columns [from, to) of the row (`span` of them at most), then on to `done`.
+  auto columnLoop = [&](llvm::Value* from, llvm::Value* to, int64_t span, bool mayBeEmpty, llvm::BasicBlock* done) {
+    llvm::BasicBlock* before = b.GetInsertBlock();
+    auto* columns = llvm::BasicBlock::Create(ctx, "column", f);
+    if (!done->getParent()) done->insertInto(f);  // the row's latch, right after its last column loop
+    if (mayBeEmpty) b.CreateCondBr(b.CreateICmpSLT(from, to), columns, done);
+    else b.CreateBr(columns);
+    b.SetInsertPoint(columns);
+    llvm::PHINode* column = b.CreatePHI(b.getInt64Ty(), 2, "column");
+    column->addIncoming(from, before);
+    int64_t mathBefore = target.inlineMathEmitted();
+    body(b.CreateAdd(rowStart, column, "i", true, true), column);
+    llvm::Value* nextColumn = b.CreateAdd(column, b.getInt64(1), "column.next", true, true);
+    column->addIncoming(nextColumn, b.GetInsertBlock());
+    setLoopHints(b.CreateCondBr(b.CreateICmpSLT(nextColumn, to), columns, done), 0, target.loopInterleave(span, mathBefore));
+  };
+  if (breaks.empty()) {
+    columnLoop(firstColumn, lastColumn, rowLength, /*mayBeEmpty=*/false, rowLatch);
+  } else {
+    // Run k: the chunk's columns within [bounds[k], bounds[k + 1]); the runs' bounds are
+    // constants, so inside one LLVM knows which side of each break every column is on.
+    std::vector<int64_t> bounds{0};
+    bounds.insert(bounds.end(), breaks.begin(), breaks.end());
+    bounds.push_back(rowLength);
+    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+      llvm::Value* low = b.getInt64(static_cast<uint64_t>(bounds[k]));
+      llvm::Value* high = b.getInt64(static_cast<uint64_t>(bounds[k + 1]));
+      llvm::Value* from = b.CreateSelect(b.CreateICmpSGT(firstColumn, low), firstColumn, low, "run.first");
+      llvm::Value* to = b.CreateSelect(b.CreateICmpSLT(lastColumn, high), lastColumn, high, "run.end");
+      llvm::BasicBlock* done = k + 2 == bounds.size() ? rowLatch : llvm::BasicBlock::Create(ctx, "column.run", f);
+      columnLoop(from, to, bounds[k + 1] - bounds[k], /*mayBeEmpty=*/true, done);
+      b.SetInsertPoint(done);
+    }
+  }
   b.SetInsertPoint(rowLatch);
   at->addIncoming(stop, rowLatch);
   b.CreateCondBr(b.CreateICmpSLT(stop, end), rowHeader, exit);
@@ -390,7 +413,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   llvm::Value* tailBegin = b.CreateSelect(wholeRows, b.CreateMul(lastRow, length), end);
   auto* bands = llvm::BasicBlock::Create(ctx, "bands", f);
   auto* tail = llvm::BasicBlock::Create(ctx, "tail", f);
-  emitRowLoops(b, begin, headEnd, rowLength, target, bands, body);
+  emitRowLoops(b, begin, headEnd, rowLength, {}, target, bands, body);
   b.SetInsertPoint(bands);
   llvm::Value* bandCount = b.CreateUDiv(b.CreateAdd(b.CreateSub(lastRow, firstRow), b.getInt64(kBandRows - 1)),
                                         b.getInt64(kBandRows));
@@ -405,7 +428,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
     });
     b.CreateBr(tail);
     b.SetInsertPoint(tail);
-    emitRowLoops(b, tailBegin, end, rowLength, target, exit, body);
+    emitRowLoops(b, tailBegin, end, rowLength, {}, target, exit, body);
     return;
   }
   emitCountedLoop(b, b.getInt64(0), b.CreateSelect(wholeRows, bandCount, b.getInt64(0)), "band", [&](llvm::Value* band) {
@@ -420,7 +443,7 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   });
   b.CreateBr(tail);
   b.SetInsertPoint(tail);
-  emitRowLoops(b, tailBegin, end, rowLength, target, exit, body);
+  emitRowLoops(b, tailBegin, end, rowLength, {}, target, exit, body);
 }
 
 // for (i = begin; i < end; ++i) body(i), then to `exit`.
@@ -499,7 +522,7 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
         if (parts[p].rowLength > 1 && parts[p].transposed)
           emitBandLoops(b, lo, hi, parts[p].rowLength, *this, after, partBody);
         else if (parts[p].rowLength > 1)
-          emitRowLoops(b, lo, hi, parts[p].rowLength, *this, after, partBody);
+          emitRowLoops(b, lo, hi, parts[p].rowLength, parts[p].columnBreaks, *this, after, partBody);
         else
           emitFlatLoop(b, lo, hi, after, [&](llvm::Value* item) { body(b, buffers, status, item, b.getInt64(0), nullptr, part); });
         b.SetInsertPoint(after);

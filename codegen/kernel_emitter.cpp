@@ -82,6 +82,30 @@ int64_t poolWindowColumns(const KernelGroup& group, const Segment& segment) {
   return 1;
 }
 
+std::vector<int64_t> columnBreaksOf(const KernelGroup& group, const Segment& segment) {
+  if (group.kind != KernelKind::Loop || segment.shape.empty()) return {};
+  const int64_t row = segment.shape.back();
+  const auto last = static_cast<int>(segment.shape.size()) - 1;
+  std::vector<int64_t> breaks;
+  for (const Op* op : group.ops) {
+    if (op->result()->type().shape != segment.shape) continue;
+    const int64_t inner = op->operand(0)->type().shape.back();
+    if (op->kind() == OpKind::Pad) {
+      int64_t begin = op->intsAttr("pads")[static_cast<size_t>(last)];
+      breaks.push_back(begin);          // before: the fill
+      breaks.push_back(begin + inner);  // after: the fill again
+    } else if (op->kind() == OpKind::Concat && normalizeAxis(op->intAttr("axis"), last + 1) == last) {
+      int64_t offset = 0;
+      for (const Value* operand : op->operands()) breaks.push_back(offset += operand->type().shape.back());
+    }
+  }
+  std::sort(breaks.begin(), breaks.end());
+  breaks.erase(std::unique(breaks.begin(), breaks.end()), breaks.end());
+  std::erase_if(breaks, [row](int64_t b) { return b <= 0 || b >= row; });
+  if (breaks.size() > kMaxColumnBreaks) breaks.clear();
+  return breaks;
+}
+
 int64_t windowColumnsOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
   return target.loopsPoolWindows() && loopsByPart(group, target) ? poolWindowColumns(group, segment) : 1;
 }
@@ -132,9 +156,11 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
       for (const Segment& s : group->segments) {
         columns.push_back(columnTilesOf(*group, s, target));
         int64_t k = windowColumnsOf(*group, s, target);
-        if (columns.back()) parts.push_back({columns.back()->items(), 0, false});
-        else if (k > 1) parts.push_back({numElements(s.shape) / k, s.shape.back() / k, false, k});
-        else parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back(), readsTransposed(*group, s.shape)});
+        if (columns.back()) parts.push_back({columns.back()->items(), 0, false, 1, {}});
+        else if (k > 1) parts.push_back({numElements(s.shape) / k, s.shape.back() / k, false, k, {}});
+        else
+          parts.push_back({numElements(s.shape), s.shape.empty() ? 0 : s.shape.back(), readsTransposed(*group, s.shape), 1,
+                           columnBreaksOf(*group, s)});
       }
     llvm::Function* kernel = target.emitKernel(
         module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target), parts,

@@ -197,6 +197,35 @@ TEST(CpuOps, TransposesToShortRows) {
   expectSameAsInterpreter(*fused->entry());
 }
 
+// A row through a pad or a concat along the innermost axis loops over each run of columns
+// between their edges on its own (codegen/kernel_emitter.h, columnBreaksOf): fill on both sides,
+// a crop on one side with fill on the other, fill wider than the row's input, concats of two and
+// three inputs (one a single column), every numeric dtype; rows that threads' chunks split in the
+// middle ([999,990] padded to 1001 columns on two threads); elementwise work fused after.
+TEST(CpuOps, PadsAndConcatsInRunsOfColumns) {
+  for (const char* t : kNumTypes) {
+    std::string T = t;
+    check("%x: " + T + "[300,37]", "pad %x {pads = [0, 2, 0, 3], value = 1}");
+    check("%x: " + T + "[300,37]", "pad %x {pads = [1, -2, 0, 5]}");
+    check("%x: " + T + "[30,3]", "pad %x {pads = [0, 9, 0, 12]}");
+    check("%a: " + T + "[300,17], %b: " + T + "[300,40]", "concat %a, %b {axis = -1}");
+    check("%a: " + T + "[300,17], %b: " + T + "[300,40], %c: " + T + "[300,1]", "concat %a, %b, %c {axis = 1}");
+  }
+  check("%x: f32[999,990]", "pad %x {pads = [0, 5, 0, 6]}");
+  auto fused = parseOrFail(R"(func @main(%x: f32[64,100], %y: f32[64,28], %b: f32[134]) -> f32[64,134] {
+  %p = pad %x {pads = [0, 3, 0, 3], value = -1.0}
+  %c = concat %y, %p {axis = 1}
+  %s = add %c, %b
+  %r = relu %s
+  return %r
+}
+)");
+  ASSERT_TRUE(fused);
+  DiffOptions specials;
+  specials.specials = true;
+  expectSameAsInterpreter(*fused->entry(), specials);
+}
+
 TEST(CpuOps, LayoutOps) {
   for (const char* t : kAllTypes) {
     std::string T = t;
