@@ -828,16 +828,18 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   llvm::Value* rows = atMost(b.CreateSub(i64(m), firstRow), rowsPerItem);
   llvm::Value* first = b.CreateMul(where[rank - 1], i64(columnsPerItem), "column.first", true, true);
   llvm::Value* count = atMost(b.CreateSub(i64(n), first), columnsPerItem);
-  // Element (r, col) of operand i's matrix, read where it is stored (transposed: at (col, r)).
-  auto element = [&](size_t i, const Shape& operandBatch, llvm::Value* r, llvm::Value* col) {
+  // Where element (r, col) of operand i's matrix is stored (transposed: at (col, r)).
+  auto address = [&](size_t i, const Shape& operandBatch, llvm::Value* r, llvm::Value* col) {
     const Value* stored = tile.stored[i];
     Index index = broadcastIndex(batchIndex, operandBatch, batch);
     index.push_back(tile.transposed[i] ? col : r);
     index.push_back(tile.transposed[i] ? r : col);
     llvm::Value* buffer = buffers_[static_cast<size_t>(inputIndex_.at(stored))];
-    llvm::Type* storage = storageType(stored->type().dtype);
-    llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffer, linearize(index, stored->type().shape));
-    return fromStorage(b.CreateLoad(storage, ptr), stored->type().dtype);
+    return b.CreateInBoundsGEP(storageType(stored->type().dtype), buffer, linearize(index, stored->type().shape));
+  };
+  auto element = [&](size_t i, const Shape& operandBatch, llvm::Value* r, llvm::Value* col) {
+    DType t = tile.stored[i]->type().dtype;
+    return fromStorage(b.CreateLoad(storageType(t), address(i, operandBatch, r, col)), t);
   };
   const bool ints = isInt(a->type().dtype);
   DType at = a->type().dtype, ct = c->type().dtype;
@@ -874,15 +876,67 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
       return Values{};
     });
   };
-  // A whole block of rows shares each B load; the last block of fewer rows goes a row at a time.
+  // A whole item (every row, every column): kVectors vectors of `lanes` columns at a time, their
+  // rowsPerItem x kVectors sums kept in registers over all of K (the loop below loads and stores
+  // a stack sum per multiply-add, which bounds it by the cache's ports), then stored to the stack
+  // sums for the epilogue. The same products and sums in the same order: the same bits.
+  constexpr int64_t kVectors = 2;
+  const int64_t lanes = std::max(2, target_.floatSumLanes() / 2);  // f64 or i64 lanes of a vector
+  auto* vectorType = llvm::FixedVectorType::get(accType, static_cast<unsigned>(lanes));
+  llvm::Value* wholeItem = b.CreateAnd(b.CreateICmpEQ(rows, i64(rowsPerItem)), b.CreateICmpEQ(count, i64(columnsPerItem)));
+  ifThen(wholeItem, [&] {
+    // B's `lanes` neighbouring elements of row p from column `col`, widened: one vector load, or
+    // `lanes` loads where B is stored transposed.
+    DType bt = tile.stored[1]->type().dtype;
+    llvm::Type* bStorage = storageType(bt);
+    auto rowOfB = [&](llvm::Value* p, llvm::Value* col) {
+      llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(bStorage, static_cast<unsigned>(lanes)));
+      if (!tile.transposed[1]) {
+        const llvm::Align align(bStorage->getPrimitiveSizeInBits() / 8);
+        v = b.CreateAlignedLoad(v->getType(), address(1, batchB, p, col), align);
+      } else {
+        for (int64_t q = 0; q < lanes; ++q)
+          v = b.CreateInsertElement(v, b.CreateLoad(bStorage, address(1, batchB, p, b.CreateAdd(col, i64(q)))), q);
+      }
+      if (ints) return isUnsigned(bt) ? b.CreateZExtOrTrunc(v, vectorType) : b.CreateSExtOrTrunc(v, vectorType);
+      if (bt == DType::BF16) {
+        auto* wide = llvm::FixedVectorType::get(b.getInt32Ty(), static_cast<unsigned>(lanes));
+        v = b.CreateBitCast(b.CreateShl(b.CreateZExt(v, wide), 16), llvm::FixedVectorType::get(b.getFloatTy(), static_cast<unsigned>(lanes)));
+      }
+      return v->getType() == vectorType ? v : b.CreateFPExt(v, vectorType);
+    };
+    loop(columnsPerItem / (kVectors * lanes), {}, [&](llvm::Value* chunk, const Values&) {
+      llvm::Value* q0 = b.CreateMul(chunk, i64(kVectors * lanes));
+      Values zero(static_cast<size_t>(rowsPerItem * kVectors), llvm::Constant::getNullValue(vectorType));
+      Values sums = loop(k, zero, [&](llvm::Value* p, const Values& acc) {
+        std::vector<llvm::Value*> ys;
+        for (int64_t v = 0; v < kVectors; ++v) ys.push_back(rowOfB(p, b.CreateAdd(first, b.CreateAdd(q0, i64(v * lanes)))));
+        Values next;
+        for (int64_t r = 0; r < rowsPerItem; ++r) {
+          llvm::Value* x = b.CreateVectorSplat(static_cast<unsigned>(lanes), widen(element(0, batchA, b.CreateAdd(firstRow, i64(r)), p), at));
+          for (int64_t v = 0; v < kVectors; ++v) {
+            llvm::Value* sum = acc[static_cast<size_t>(r * kVectors + v)];
+            next.push_back(ints ? b.CreateAdd(sum, b.CreateMul(x, ys[static_cast<size_t>(v)])) : b.CreateFAdd(sum, b.CreateFMul(x, ys[static_cast<size_t>(v)])));
+          }
+        }
+        return next;
+      });
+      for (int64_t r = 0; r < rowsPerItem; ++r)
+        for (int64_t v = 0; v < kVectors; ++v)
+          b.CreateAlignedStore(sums[static_cast<size_t>(r * kVectors + v)], slot(i64(r), b.CreateAdd(q0, i64(v * lanes))), llvm::Align(8));
+      return Values{};
+    });
+    return Values{};
+  }, {});
+  // Otherwise a whole block of rows shares each B load; the last block of fewer rows goes a row at a time.
   std::vector<llvm::Value*> allRows;
   for (int64_t r = 0; r < rowsPerItem; ++r) allRows.push_back(i64(r));
-  llvm::Value* whole = b.CreateICmpEQ(rows, i64(rowsPerItem));
+  llvm::Value* whole = b.CreateAnd(b.CreateICmpEQ(rows, i64(rowsPerItem)), b.CreateNot(wholeItem));
   ifThen(whole, [&] {
     accumulate(allRows);
     return Values{};
   }, {});
-  ifThen(b.CreateNot(whole), [&] {
+  ifThen(b.CreateICmpNE(rows, i64(rowsPerItem)), [&] {
     loop(rows, {}, [&](llvm::Value* r, const Values&) {
       accumulate({r});
       return Values{};

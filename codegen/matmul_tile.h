@@ -43,8 +43,12 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group);
 // outputs of kCpuMatmulRows rows, an accumulator each on the stack, with K outside and the columns
 // inside, so B is read a row at a time, each element of it serving every row, and the loop over
 // the columns vectorises (one output at a time, B was walked down a column, one element per cache
-// line). Sums run in k order in f64 (integers in i64), as the interpreter's, so the result is the
-// same bits. Same layouts as matmulTile, for N of 8 or more.
+// line). A whole item (4 rows, 64 columns) keeps its sums in vector registers instead, two
+// vectors of columns at a time over all of K (on the 2-core Zen 3, f64 [512,512] x [512,512]:
+// 13.3 -> 6.8 ms, jax.jit 4.1; [512,520] 13.7 -> 5.0: B's rows a power of two bytes apart still
+// share cache sets; i32 11.1 -> 6.6, f16 13.2 -> 10.2). Sums run in k order in f64 (integers in
+// i64), as the interpreter's, so the result is the same bits. Same layouts as matmulTile, for N
+// of 8 or more.
 inline constexpr int64_t kCpuMatmulColumns = 64, kCpuMatmulRows = 4;
 std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group);
 // Work items of a CPU matmul: every batch index times the blocks of rows and of columns.
