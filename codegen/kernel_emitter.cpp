@@ -89,9 +89,8 @@ std::vector<int64_t> columnBreaksOf(const KernelGroup& group, const Segment& seg
   std::vector<int64_t> breaks;
   for (const Op* op : group.ops) {
     if (op->result()->type().shape != segment.shape) continue;
-    const int64_t inner = op->operand(0)->type().shape.back();
     if (op->kind() == OpKind::Pad) {
-      int64_t begin = op->intsAttr("pads")[static_cast<size_t>(last)];
+      int64_t begin = op->intsAttr("pads")[static_cast<size_t>(last)], inner = op->operand(0)->type().shape.back();
       breaks.push_back(begin);          // before: the fill
       breaks.push_back(begin + inner);  // after: the fill again
     } else if (op->kind() == OpKind::Concat && normalizeAxis(op->intAttr("axis"), last + 1) == last) {

@@ -18,6 +18,15 @@ void check(const std::string& params, const std::string& line, DiffOptions o = {
   expectSameAsInterpreter(*m->entry(), o);
 }
 
+// `text`'s @main on the CPU equals the interpreter's, NaN and infinities among its inputs.
+void checkWithSpecials(const std::string& text) {
+  auto m = parseOrFail(text);
+  ASSERT_TRUE(m);
+  DiffOptions specials;
+  specials.specials = true;
+  expectSameAsInterpreter(*m->entry(), specials);
+}
+
 TEST(CpuOps, Reductions) {
   // Adjacent reduced axes ([1, 2], and all of them) run as one loop over their product.
   const char* axes[] = {"", " {axes = [1]}", " {axes = [0, 2], keepdims = true}", " {axes = [1, 2]}", " {axes = [-1]}",
@@ -148,17 +157,13 @@ TEST(CpuOps, TransposesInRegisterTiles) {
 )");
   ASSERT_TRUE(viewed);
   expectSameAsInterpreter(*viewed->entry());
-  auto fused = parseOrFail(R"(func @main(%x: f32[3,70,40], %b: f32[70]) -> f32[40,3,70] {
+  checkWithSpecials(R"(func @main(%x: f32[3,70,40], %b: f32[70]) -> f32[40,3,70] {
   %t = transpose %x {perm = [2, 0, 1]}
   %y = add %t, %b
   %r = relu %y
   return %r
 }
 )");
-  ASSERT_TRUE(fused);
-  DiffOptions specials;
-  specials.specials = true;
-  expectSameAsInterpreter(*fused->entry(), specials);
 }
 
 // Transposing loop parts the tiles do not take go in bands of 32 rows, column by column
@@ -214,7 +219,7 @@ TEST(CpuOps, PadsAndConcatsInRunsOfColumns) {
     check("%a: " + T + "[300,17], %b: " + T + "[300,40], %c: " + T + "[300,1]", "concat %a, %b, %c {axis = 1}");
   }
   check("%x: f32[999,990]", "pad %x {pads = [0, 5, 0, 6]}");
-  auto fused = parseOrFail(R"(func @main(%x: f32[64,100], %y: f32[64,28], %b: f32[134]) -> f32[64,134] {
+  checkWithSpecials(R"(func @main(%x: f32[64,100], %y: f32[64,28], %b: f32[134]) -> f32[64,134] {
   %p = pad %x {pads = [0, 3, 0, 3], value = -1.0}
   %c = concat %y, %p {axis = 1}
   %s = add %c, %b
@@ -222,10 +227,14 @@ TEST(CpuOps, PadsAndConcatsInRunsOfColumns) {
   return %r
 }
 )");
-  ASSERT_TRUE(fused);
-  DiffOptions specials;
-  specials.specials = true;
-  expectSameAsInterpreter(*fused->entry(), specials);
+  // An op of no operands at the row's shape beside the pad (iota, copied into the kernel).
+  checkWithSpecials(R"(func @main(%x: f32[64,100]) -> f32[64,106] {
+  %p = pad %x {pads = [0, 3, 0, 3]}
+  %i = iota {axis = 1} : f32[64,106]
+  %y = add %p, %i
+  return %y
+}
+)");
 }
 
 TEST(CpuOps, LayoutOps) {
