@@ -250,7 +250,8 @@ def kiln_adam(shapes, dt="f32"):
 
 # --- the math, once, against the ops interface -------------------------------------------------
 # `o` provides: matmul, softmax, log_softmax, layer_norm (last axis), tanh, sqrt, abs, sin,
-# maximum, relu, transpose, reshape, mean, argmax, take (axis 0), conv2d (NCHW/OIHW, pads
+# maximum, relu, transpose, contiguous (a view's elements moved into row-major order), reshape,
+# mean, argmax, take (axis 0), conv2d (NCHW/OIHW, pads
 # top,left,bottom,right), max_pool2d, cross_entropy (mean), map (over axis 0), while_loop.
 
 def f_softmax_temperature(o, logits):
@@ -439,7 +440,7 @@ def cpu_cases():
 
 
 def f_transpose(o, x, perm):
-    return o.transpose(x, perm)
+    return o.contiguous(o.transpose(x, perm))  # moved in memory, not a view (torch's permute)
 
 
 def transpose_case(shape, perm, dt="f32"):

@@ -71,6 +71,7 @@ class NumpyOps:
     def maximum(self, a, b): return self.np.maximum(a, b)
     def relu(self, x): return self.np.maximum(x, 0.0)
     def transpose(self, x, perm): return self.np.transpose(x, perm)
+    def contiguous(self, x): return self.np.ascontiguousarray(x)
     def reshape(self, x, shape): return self.np.reshape(x, shape)
     def mean(self, x, axis): return x.mean(axis=axis)
     def argmax(self, x, axis): return self.np.argmax(x, axis=axis).astype(self.np.int64)

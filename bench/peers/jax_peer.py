@@ -48,6 +48,7 @@ class JaxOps:
     def maximum(self, a, b): return jnp.maximum(a, b)
     def relu(self, x): return jax.nn.relu(x)
     def transpose(self, x, perm): return jnp.transpose(x, perm)
+    def contiguous(self, x): return x  # XLA's results are laid out row-major already
     def reshape(self, x, shape): return jnp.reshape(x, shape)
     def mean(self, x, axis): return jnp.mean(x, axis=axis)
     def argmax(self, x, axis): return jnp.argmax(x, axis=axis)

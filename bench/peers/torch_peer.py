@@ -43,6 +43,7 @@ class TorchOps:
 
     def relu(self, x): return torch.relu(x)
     def transpose(self, x, perm): return x.permute(*perm)
+    def contiguous(self, x): return x.contiguous()  # a permute is a strided view until then
     def reshape(self, x, shape): return x.reshape(shape)
     def mean(self, x, axis): return x.mean(dim=axis)
     def argmax(self, x, axis): return torch.argmax(x, dim=axis)
