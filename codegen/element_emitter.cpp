@@ -105,7 +105,7 @@ llvm::Value* ElementEmitter::toStorage(llvm::Value* v, DType t) {
 llvm::Value* ElementEmitter::fromStorage(llvm::Value* v, DType t) {
   switch (t) {
     case DType::Bool: return b.CreateICmpNE(v, b.getInt8(0));
-    case DType::F16: return b.CreateFPExt(v, b.getFloatTy());
+    case DType::F16: return b.CreateFPExt(v, v->getType()->getWithNewType(b.getFloatTy()));
     case DType::BF16:
       if (llvm::Value* widened = target_.widenBFloat16(b, v)) return widened;
       return widenBFloat16Bits(v);
@@ -114,7 +114,9 @@ llvm::Value* ElementEmitter::fromStorage(llvm::Value* v, DType t) {
 }
 
 llvm::Value* ElementEmitter::widenBFloat16Bits(llvm::Value* bits) {
-  return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), 16), b.getFloatTy());
+  llvm::Type* type = bits->getType();
+  return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits, type->getWithNewType(b.getInt32Ty())), 16),
+                         type->getWithNewType(b.getFloatTy()));
 }
 
 llvm::Value* ElementEmitter::floatMax(llvm::Value* a, llvm::Value* c) {
@@ -464,7 +466,7 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
   llvm::Value* row = b.CreateUDiv(item, perRow);
   llvm::Value* first = b.CreateMul(b.CreateURem(item, perRow), i64(tiles.tile), "column.first", true, true);
   llvm::Value* left = b.CreateSub(i64(tiles.columns), first);
-  llvm::Value* count = b.CreateSelect(b.CreateICmpSLT(left, i64(tiles.tile)), left, i64(tiles.tile), "tile.columns");
+  llvm::Value* count = atMost(left, tiles.tile);
   Index rowIndex = delinearize(row, Shape(shape.begin(), shape.end() - 1));
   auto indexAt = [&](llvm::Value* q) {
     Index index = rowIndex;
@@ -821,9 +823,6 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   const Shape batch = tile.batch(), batchA = tile.operandBatch(0), batchB = tile.operandBatch(1);
   const Index where = matmulBlock(tile, item, rowsPerItem, columnsPerItem);
   const Index batchIndex(where.begin(), where.end() - 2);
-  auto atMost = [&](llvm::Value* left, int64_t most) {
-    return b.CreateSelect(b.CreateICmpSLT(left, i64(most)), left, i64(most));
-  };
   llvm::Value* firstRow = b.CreateMul(where[rank - 2], i64(rowsPerItem), "row.first", true, true);
   llvm::Value* rows = atMost(b.CreateSub(i64(m), firstRow), rowsPerItem);
   llvm::Value* first = b.CreateMul(where[rank - 1], i64(columnsPerItem), "column.first", true, true);
@@ -898,12 +897,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
         for (int64_t q = 0; q < lanes; ++q)
           v = b.CreateInsertElement(v, b.CreateLoad(bStorage, address(1, batchB, p, b.CreateAdd(col, i64(q)))), q);
       }
-      if (ints) return isUnsigned(bt) ? b.CreateZExtOrTrunc(v, vectorType) : b.CreateSExtOrTrunc(v, vectorType);
-      if (bt == DType::BF16) {
-        auto* wide = llvm::FixedVectorType::get(b.getInt32Ty(), static_cast<unsigned>(lanes));
-        v = b.CreateBitCast(b.CreateShl(b.CreateZExt(v, wide), 16), llvm::FixedVectorType::get(b.getFloatTy(), static_cast<unsigned>(lanes)));
-      }
-      return v->getType() == vectorType ? v : b.CreateFPExt(v, vectorType);
+      return widen(fromStorage(v, bt), bt);
     };
     loop(columnsPerItem / (kVectors * lanes), {}, [&](llvm::Value* chunk, const Values&) {
       llvm::Value* q0 = b.CreateMul(chunk, i64(kVectors * lanes));

@@ -108,13 +108,21 @@ class ElementEmitter {
   llvm::Value* constant(DType t, double v);
   llvm::Value* intConstant(DType t, int64_t v);
 
+  // min(v, most) of two i64 values (a count cut at the tensor's edge).
+  llvm::Value* atMost(llvm::Value* v, llvm::Value* most) { return b.CreateSelect(b.CreateICmpSLT(v, most), v, most); }
+  llvm::Value* atMost(llvm::Value* v, int64_t most) { return atMost(v, i64(most)); }
+
   // Float compute values widened to double, and back (to t's compute type: f16/bf16 -> float).
-  llvm::Value* toDouble(llvm::Value* v) { return v->getType()->isDoubleTy() ? v : b.CreateFPExt(v, b.getDoubleTy()); }
+  // The widenings and fromStorage take vectors too (the CPU matmul's rows of B).
+  llvm::Value* toDouble(llvm::Value* v) {
+    return v->getType()->getScalarType()->isDoubleTy() ? v : b.CreateFPExt(v, v->getType()->getWithNewType(b.getDoubleTy()));
+  }
   llvm::Value* fromDouble(llvm::Value* v, DType t);
   // Widens an int compute value of dtype `t` to i64: zero-extended for unsigned dtypes (so u64
   // keeps its bits and unsigned i64 comparisons order every unsigned dtype), else sign-extended.
   llvm::Value* toI64(llvm::Value* v, DType t) {
-    return isUnsigned(t) ? b.CreateZExtOrTrunc(v, b.getInt64Ty()) : b.CreateSExtOrTrunc(v, b.getInt64Ty());
+    llvm::Type* i64Type = v->getType()->getWithNewType(b.getInt64Ty());
+    return isUnsigned(t) ? b.CreateZExtOrTrunc(v, i64Type) : b.CreateSExtOrTrunc(v, i64Type);
   }
   // Rounds a compute value to dtype `t` (f16, bf16: through their storage format; others: as is).
   llvm::Value* roundTo(llvm::Value* v, DType t);

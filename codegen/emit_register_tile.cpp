@@ -51,10 +51,7 @@ void ElementEmitter::emitRegisterTileItem(const TransposeTile& tile, llvm::Value
     return o;
   };
   // The tile's extent along a and along the last axis: kTile, less at the tensor's far edges.
-  auto extent = [&](size_t axis) {
-    llvm::Value* left = b.CreateSub(i64(shape[axis]), origin[axis]);
-    return b.CreateSelect(b.CreateICmpSLT(left, i64(kTile)), left, i64(kTile));
-  };
+  auto extent = [&](size_t axis) { return atMost(b.CreateSub(i64(shape[axis]), origin[axis]), kTile); };
   llvm::Value* countA = extent(a);
   llvm::Value* countLast = extent(last);
   DType t = tile.input->type().dtype;
@@ -97,10 +94,9 @@ void ElementEmitter::emitRegisterTileItem(const TransposeTile& tile, llvm::Value
     }, {});
     llvm::Value* cut = b.CreateAnd(b.CreateNot(whole), b.CreateAnd(b.CreateICmpSLT(k0, countA), b.CreateICmpSLT(l0, countLast)));
     ifThen(cut, [&] {
-      auto bound = [&](llvm::Value* end, llvm::Value* count) { return b.CreateSelect(b.CreateICmpSLT(end, count), end, count); };
-      loop(b.CreateSub(bound(kEnd, countA), k0), {}, [&](llvm::Value* dk, const Values&) {
+      loop(b.CreateSub(atMost(kEnd, countA), k0), {}, [&](llvm::Value* dk, const Values&) {
         llvm::Value* k = b.CreateAdd(k0, dk);
-        loop(b.CreateSub(bound(lEnd, countLast), l0), {}, [&](llvm::Value* dl, const Values&) {
+        loop(b.CreateSub(atMost(lEnd, countLast), l0), {}, [&](llvm::Value* dl, const Values&) {
           llvm::Value* l = b.CreateAdd(l0, dl);
           b.CreateStore(b.CreateLoad(storage, inputAt(k, l)), stackAt(k, l));
           return Values{};
