@@ -455,7 +455,9 @@ void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, ll
 
 }  // namespace
 
-int64_t CpuTarget::streamingOutputBytes() const { return codegen::streamingOutputBytes(); }
+bool CpuTarget::streamsOutput(int64_t outputBytes, int64_t kernelBytes) const {
+  return codegen::streamsOutput(outputBytes, kernelBytes);
+}
 
 int CpuTarget::loopInterleave(int64_t trips, int64_t mathBefore) const {
   return inlineMath_ > mathBefore ? interleaveCount(trips, floatSumLanes()) : 0;

@@ -179,10 +179,13 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
         });
     // Outputs too big for the caches stream past them (streaming_stores.h). The generated matmuls
     // (what oneDNN does not take: f16, f64, integers) are left as they were.
-    if (int64_t threshold = target.streamingOutputBytes(); threshold > 0 && !tiledMatmul && !cpuMatmul) {
+    if (!tiledMatmul && !cpuMatmul) {
+      int64_t kernelBytes = 0;
+      for (const auto* value : group->inputs) kernelBytes += static_cast<int64_t>(value->type().byteSize());
+      for (const auto* value : group->outputs) kernelBytes += static_cast<int64_t>(value->type().byteSize());
       std::vector<int> streaming;
       for (size_t k = 0; k < group->outputs.size(); ++k)
-        if (static_cast<int64_t>(group->outputs[k]->type().byteSize()) >= threshold)
+        if (target.streamsOutput(static_cast<int64_t>(group->outputs[k]->type().byteSize()), kernelBytes))
           streaming.push_back(static_cast<int>(group->inputs.size() + k));
       markStreamingOutputs(*kernel, streaming);
     }

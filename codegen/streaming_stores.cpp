@@ -1,18 +1,16 @@
 // markStreamingOutputs and streamStores: see streaming_stores.h.
 #include "codegen/streaming_stores.h"
 
+#include "codegen/host_caches.h"
+
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/Transforms/Utils/BasicBlockUtils.h>
 
-#include <unistd.h>
-
-#include <algorithm>
 #include <set>
 #include <string>
-#include <thread>
 
 namespace kiln::codegen {
 
@@ -66,14 +64,12 @@ void streamWhenAligned(llvm::StoreInst* store, uint64_t bytes) {
 
 }  // namespace
 
-int64_t streamingOutputBytes() {
-  static const int64_t bytes = [] {
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    int64_t perCore = l2 > 0 ? l2 : int64_t{1} << 20;
-    int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-    return 2 * perCore * cores;
-  }();
-  return bytes;
+int64_t streamingOutputBytes() { return 2 * hostCaches().l2Bytes; }
+
+int64_t streamingKernelBytes() { return hostCaches().lastLevelBytes / 2; }
+
+bool streamsOutput(int64_t outputBytes, int64_t kernelBytes) {
+  return outputBytes >= streamingOutputBytes() && kernelBytes > streamingKernelBytes();
 }
 
 void markStreamingOutputs(llvm::Function& kernel, const std::vector<int>& buffers) {

@@ -3,8 +3,13 @@
 // an output that ends up in memory anyway moves its bytes twice; a non-temporal store writes the
 // line whole. On the 2-core sandbox, y = x * x + x over 16 MB: 1.72 ms with plain stores, 1.09
 // with streaming ones, and still 1.62 against 1.94 ms with a second kernel reading y back at once;
-// over 2 MB (within the L2 caches) the reader then waits on memory: 0.15 -> 0.26 ms. Outputs of
-// at least twice the cores' L2 caches together stream.
+// over 2 MB (within the L2 caches) the reader then waits on memory: 0.15 -> 0.26 ms. Nor does it
+// pay where the kernel's buffers fit the last-level cache with room to spare: in a loop (each run
+// of a step, each rep of a benchmark) they are still there, and a plain store hits it. On the same
+// sandbox (32 MiB of L3), x + 1 over 8 MiB took 0.29 ms with plain stores and 0.35 streaming, a
+// broadcast to 16 MiB 0.27 against 0.68; x + 1 over 16 MiB 0.61 against 0.43, a cast moving 24 MiB
+// 0.52 against 0.42. So an output streams when it is at least twice the cores' L2 caches together
+// and its kernel moves more than half the last-level caches.
 //
 // The loop vectoriser refuses a non-temporal store it cannot prove aligned to its whole width
 // (x86 has aligned ones only; an unaligned one becomes eight 8-byte MOVNTIs), and kiln's loops
@@ -22,9 +27,19 @@
 
 namespace kiln::codegen {
 
-// Output bytes from which a CPU kernel's output streams: twice the L2 caches of all the host's
-// cores (sysconf's L2 size, or 1 MiB per core where it says nothing).
+// Whether a CPU kernel moving `kernelBytes` (its inputs' and outputs' sizes together) writes an
+// output of `outputBytes` with streaming stores: the output is at least streamingOutputBytes() and
+// the kernel moves more than streamingKernelBytes().
+bool streamsOutput(int64_t outputBytes, int64_t kernelBytes);
+
+// Twice the L2 caches of all the host's cores (host_caches.h): smaller outputs stay in the caches
+// for whichever kernel reads them next.
 int64_t streamingOutputBytes();
+
+// Half the host's last-level caches (0 where it does not say): a kernel that moves less, all of it
+// fits there, and the buffers it writes are still there when it runs again or the next kernel
+// reads them, so plain stores hit the cache and streaming ones would go to memory.
+int64_t streamingKernelBytes();
 
 // Records on `kernel` (a CPU kernel's entry point, whose first argument is its buffer array) the
 // buffers, by index, whose vector stores should stream.

@@ -1,13 +1,16 @@
 // Streaming stores (codegen/streaming_stores.h): a CPU kernel whose output is at least
-// streamingOutputBytes() writes it with non-temporal stores where a vector store is aligned, and
-// fences them before it returns; a smaller output is stored as usual. Either way the kernel
-// computes what the interpreter does.
+// streamingOutputBytes() and which moves more than streamingKernelBytes() writes it with
+// non-temporal stores where a vector store is aligned, and fences them before it returns; a smaller
+// output, or a kernel whose buffers fit half the last-level cache, stores as usual. Either way the
+// kernel computes what the interpreter does.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "codegen/cpu_compiler.h"
+#include "codegen/host_caches.h"
 #include "codegen/streaming_stores.h"
 #include "kiln_internal.h"
 
@@ -20,8 +23,12 @@ std::string program(int64_t n) {
   return "func @main(%x: " + t + ", %r: " + t + ") -> " + t + " {\n  %m = mul %x, %r\n  %y = add %m, %x\n  return %y\n}\n";
 }
 
-// Elements of an f32 output of at least the streaming size, whole vectors of 16.
-int64_t streamingElements() { return (codegen::streamingOutputBytes() / 4 + 15) / 16 * 16; }
+// Elements of program()'s f32 output (its kernel moves three times the output) that streams:
+// at least the streaming output size, the kernel past the streaming kernel size; whole vectors of 16.
+int64_t streamingElements() {
+  int64_t bytes = std::max(codegen::streamingOutputBytes(), codegen::streamingKernelBytes() / 3 + 1);
+  return (bytes / 4 + 15) / 16 * 16;
+}
 
 std::string assemblyOf(const std::string& text) {
   auto m = parseModule(text, "stream.kiln");
@@ -35,11 +42,17 @@ std::string assemblyOf(const std::string& text) {
   return asmText.ok() ? *asmText : "";
 }
 
-TEST(StreamingStores, ThresholdIsTwiceTheCoresL2) {
-  // At least 2 MiB (1 MiB per core where the host says nothing, one core at least), and the same
-  // every time it is asked.
-  EXPECT_GE(codegen::streamingOutputBytes(), int64_t{2} << 20);
-  EXPECT_EQ(codegen::streamingOutputBytes(), codegen::streamingOutputBytes());
+TEST(StreamingStores, ThresholdsComeFromTheHostsCaches) {
+  // Twice the L2 caches together and half the last-level ones, the same every time they are asked.
+  const codegen::HostCaches& caches = codegen::hostCaches();
+  EXPECT_GT(caches.l2Bytes, 0);
+  EXPECT_GE(caches.lastLevelBytes, 0);
+  EXPECT_EQ(codegen::streamingOutputBytes(), 2 * caches.l2Bytes);
+  EXPECT_EQ(codegen::streamingKernelBytes(), caches.lastLevelBytes / 2);
+  EXPECT_EQ(&codegen::hostCaches(), &caches);
+  EXPECT_TRUE(codegen::streamsOutput(codegen::streamingOutputBytes(), codegen::streamingKernelBytes() + 1));
+  EXPECT_FALSE(codegen::streamsOutput(codegen::streamingOutputBytes() - 1, int64_t{1} << 50));
+  EXPECT_FALSE(codegen::streamsOutput(int64_t{1} << 40, codegen::streamingKernelBytes()));
 }
 
 TEST(StreamingStores, BigOutputsStreamAndSmallOnesDoNot) {
@@ -49,6 +62,20 @@ TEST(StreamingStores, BigOutputsStreamAndSmallOnesDoNot) {
   std::string small = assemblyOf(program(4096));
   EXPECT_EQ(small.find("movnt"), std::string::npos) << "a 16 KB output streamed";
   EXPECT_EQ(small.find("sfence"), std::string::npos);
+}
+
+TEST(StreamingStores, KernelsThatFitTheLastLevelCacheStoreAsUsual) {
+  // A broadcast moves little more than its output: one past the streaming output size but within
+  // half the last-level cache stays there for whoever reads it next.
+  int64_t elements = (codegen::streamingOutputBytes() / 4 + 1023) / 1024;
+  if (elements * 1024 * 4 + 4096 > codegen::streamingKernelBytes())
+    GTEST_SKIP() << "this host's last-level cache (" << codegen::hostCaches().lastLevelBytes
+                 << " bytes) is not bigger than four times its L2 caches (" << codegen::hostCaches().l2Bytes << ")";
+  std::string text = "func @main(%x: f32[1024]) -> f32[" + std::to_string(elements) + ",1024] {\n  %y = broadcast_to %x {shape = [" +
+                     std::to_string(elements) + ", 1024]}\n  return %y\n}\n";
+  std::string assembly = assemblyOf(text);
+  EXPECT_NE(assembly.find("vmovups"), std::string::npos) << "no vector store at all";
+  EXPECT_EQ(assembly.find("movnt"), std::string::npos) << "a kernel within half the last-level cache streamed";
 }
 
 TEST(StreamingStores, StreamedResultIsComputedRight) {
