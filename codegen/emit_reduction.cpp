@@ -40,25 +40,37 @@ Index reducedSource(const Index& index, const ReducedAxes& r, const Index& ivs, 
 
 namespace {
 
+// Float x (f16, bf16 or f32; f64 on i64 bits) as an ordered integer key: non-negative floats as
+// they are, negative ones with their magnitude bits flipped, so that integer order is float order
+// (-0 below +0); NaN is `nanKey`.
+llvm::Value* orderedKey(ElementEmitter& e, llvm::Value* x, llvm::Value* nanKey) {
+  auto& b = e.b;
+  llvm::Type* floatType = x->getType()->getScalarType()->isDoubleTy() ? b.getDoubleTy() : b.getFloatTy();
+  llvm::Value* f = b.CreateFPCast(x, floatType);  // exact for f16, bf16 and f32
+  llvm::Type* keyType = nanKey->getType();
+  llvm::Value* bits = b.CreateBitCast(f, keyType);
+  llvm::Value* magnitude = llvm::ConstantInt::get(keyType, llvm::APInt::getSignedMaxValue(keyType->getIntegerBitWidth()));
+  llvm::Value* ordered =
+      b.CreateSelect(b.CreateICmpSLT(bits, llvm::ConstantInt::get(keyType, 0)), b.CreateXor(bits, magnitude), bits);
+  return b.CreateSelect(b.CreateFCmpUNO(f, f), nanKey, ordered);
+}
+
+// The largest (`largest`) or smallest key of a key type.
+llvm::Value* extremeKey(llvm::Type* keyType, bool largest) {
+  unsigned bits = keyType->getIntegerBitWidth();
+  return llvm::ConstantInt::get(keyType, largest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
+}
+
 // A float max (or min) the CPU's loop vectoriser keeps in SIMD lanes, 16 to a 512-bit vector: on
-// each element's f32 bits as an ordered integer key (non-negative floats as they are, negative
-// ones with their magnitude bits flipped, so that integer order is float order, -0 below +0), and
-// NaN as the largest key for max (the smallest for min), so NaN beats every value as in the
-// interpreter. Integer max and min vectorise without the no-NaN promise LLVM needs for maxnum,
-// and f32 holds f16 and bf16 exactly, so the result is exact; the key of the winner is decoded
-// back to its float (NaN as a quiet NaN). A row of +0 and -0 gives +0 for max and -0 for min.
+// each element's f32 bits as an ordered integer key (orderedKey), and NaN as the largest key for
+// max (the smallest for min), so NaN beats every value as in the interpreter. Integer max and min
+// vectorise without the no-NaN promise LLVM needs for maxnum, and f32 holds f16 and bf16 exactly,
+// so the result is exact; the key of the winner is decoded back to its float (NaN as a quiet NaN).
+// A row of +0 and -0 gives +0 for max and -0 for min.
 Accumulation vectorisableMaxMin(ElementEmitter& e, bool isMax, DType t) {
   auto& b = e.b;
   llvm::Type* i32 = b.getInt32Ty();
-  auto key = [&e, i32, isMax](llvm::Value* x) {
-    auto& b = e.b;
-    llvm::Value* f = b.CreateFPCast(x, b.getFloatTy());  // exact for f16, bf16 and f32
-    llvm::Value* bits = b.CreateBitCast(f, i32);
-    llvm::Value* ordered =
-        b.CreateSelect(b.CreateICmpSLT(bits, b.getInt32(0)), b.CreateXor(bits, b.getInt32(0x7FFFFFFF)), bits);
-    llvm::Value* nanKey = b.getInt32(isMax ? INT32_MAX : INT32_MIN);
-    return b.CreateSelect(b.CreateFCmpUNO(f, f), nanKey, ordered);
-  };
+  auto key = [&e, i32, isMax](llvm::Value* x) { return orderedKey(e, x, extremeKey(i32, isMax)); };
   auto combine = [&e, isMax](llvm::Value* a, llvm::Value* c) -> llvm::Value* {
     return e.b.CreateBinaryIntrinsic(isMax ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, a, c);
   };
@@ -207,6 +219,41 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
   return acc.finish(total[0]);
 }
 
+// argReduce on the CPU, in two passes the loop vectoriser widens (the one-pass scan's compare of
+// {index, value} pairs it keeps scalar): the extreme element's key, as a max or min reduction,
+// then the first index whose element has that key, as a min reduction of the indices that match.
+// Floats compare by orderedKey (NaN the extreme, so the first NaN wins) of x + 0, which is +0 for
+// -0: the two are equal, so the first of them wins; ints by their value (unsigned as unsigned).
+// The second pass computes the elements again (a fused operand too): from the L1 or L2 cache for
+// rows of the usual lengths.
+llvm::Value* argReduceInTwoPasses(ElementEmitter& e, const Op& op, const std::function<llvm::Value*(llvm::Value*)>& element,
+                                  int64_t n) {
+  auto& b = e.b;
+  DType t = op.operand(0)->type().dtype;
+  bool isMax = op.kind() == OpKind::Argmax;
+  bool isUnsignedInt = isUnsigned(t);
+  llvm::Type* keyType = t == DType::F64 || isInt(t) ? b.getInt64Ty() : b.getInt32Ty();
+  auto key = [&](llvm::Value* x) -> llvm::Value* {
+    if (isInt(t)) return e.toI64(x, t);
+    llvm::Value* f = b.CreateFPCast(x, t == DType::F64 ? b.getDoubleTy() : b.getFloatTy());
+    return orderedKey(e, b.CreateFAdd(f, llvm::ConstantFP::get(f->getType(), 0.0)), extremeKey(keyType, isMax));
+  };
+  llvm::Intrinsic::ID extreme = isMax ? (isUnsignedInt ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
+                                      : (isUnsignedInt ? llvm::Intrinsic::umin : llvm::Intrinsic::smin);
+  llvm::Value* worst = isUnsignedInt ? llvm::ConstantInt::get(keyType, isMax ? 0 : UINT64_MAX) : extremeKey(keyType, !isMax);
+  llvm::Value* best = e.loop(n, {worst}, [&](llvm::Value* k, const Values& c) {
+    return Values{b.CreateBinaryIntrinsic(extreme, c[0], key(element(k)))};
+  })[0];
+  // Indices in i32 where they fit, so the compares and the index vector are as wide as the keys'.
+  llvm::Type* indexType = n <= INT32_MAX ? b.getInt32Ty() : b.getInt64Ty();
+  llvm::Value* first = e.loop(n, {llvm::ConstantInt::get(indexType, n)}, [&](llvm::Value* k, const Values& c) {
+    llvm::Value* match = b.CreateICmpEQ(key(element(k)), best);
+    llvm::Value* candidate = b.CreateSelect(match, b.CreateTrunc(k, indexType), llvm::ConstantInt::get(indexType, n));
+    return Values{b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, c[0], candidate)};
+  })[0];
+  return b.CreateZExt(first, b.getInt64Ty());
+}
+
 // The first occurrence of the max (min) wins; NaN counts as the extreme, so the first NaN wins.
 llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
   const Value* x = op.operand(0);
@@ -216,6 +263,7 @@ llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
   ReducedAxes reduced{{axis}, keepdims, {}, 0};
   auto element = [&](llvm::Value* k) { return e.emit(x, reducedSource(index, reduced, {k}, rank)); };
   int64_t n = x->type().shape[static_cast<size_t>(axis)];
+  if (e.target().reassociatesSums() && n > 1) return argReduceInTwoPasses(e, op, element, n);
   Values best = e.loop(n - 1, argCandidate(e, op, e.i64(0), element(e.i64(0))), [&](llvm::Value* iv, const Values& c) {
     llvm::Value* k = e.b.CreateAdd(iv, e.i64(1));
     return argBetter(e, op, c, argCandidate(e, op, k, element(k)), /*later=*/true);

@@ -77,6 +77,21 @@ TEST(CpuOps, ArgReductions) {
     for (const char* t : kNumTypes)
       for (const char* a : {"", " {axis = 1}", " {axis = -1, keepdims = true}"})
         for (bool specials : {false, true}) check(std::string("%x: ") + t + "[4,6]", std::string(op) + " %x" + a, {{}, 1, specials});
+  // Rows longer than the vectors of the two passes (emit_reduction.cpp), along the last axis (a
+  // row kernel) and a middle one; a fused operand, computed again in the second pass.
+  for (const char* op : {"argmax", "argmin"})
+    for (const char* t : {"i8", "f16", "f32", "f64"}) {
+      check(std::string("%x: ") + t + "[3,1003]", std::string(op) + " %x {axis = 1}", {{}, 1, true});
+      check(std::string("%x: ") + t + "[2,77,5]", std::string(op) + " %x {axis = 1, keepdims = true}", {{}, 1, true});
+    }
+  checkWithSpecials(R"(func @main(%x: f32[16,1000], %b: f32[1000]) -> (i64[16], i64[16]) {
+  %y = add %x, %b
+  %s = softmax %y
+  %i = argmax %s {axis = 1}
+  %j = argmin %y {axis = 1}
+  return %i, %j
+}
+)");
 }
 
 TEST(CpuOps, SoftmaxAndLayerNorm) {

@@ -194,6 +194,40 @@ TEST(EmitNumerics, UnsignedEdgeValues) {
   }
 }
 
+// The CPU's arg reductions run in two vectorised passes (the extreme's key, then the first index
+// holding it): ties across vector lanes, -0 and +0 (equal, so the first wins), NaNs of either sign
+// (the first wins), rows of one value and rows longer than a vector and its unrolled copies.
+TEST(EmitNumerics, ArgReductionsFindTheFirstExtremeAcrossLanes) {
+  auto row = [](int64_t n, double fill, std::vector<std::pair<int64_t, double>> at) {
+    std::vector<double> v(static_cast<size_t>(n), fill);
+    for (auto [k, x] : at) v[static_cast<size_t>(k)] = x;
+    return v;
+  };
+  std::vector<std::vector<double>> rows = {
+      row(37, -1, {{3, 5}, {35, 5}, {20, 4}}),         // a tie 32 elements apart
+      row(37, -1, {{5, -0.0}, {30, 0.0}}),             // max: -0 first
+      row(37, 1, {{6, 0.0}, {29, -0.0}}),              // min: +0 first
+      row(100, 2, {{90, NAN}, {17, -NAN}, {50, INFINITY}}),
+      row(100, -INFINITY, {}),                         // one value throughout
+      row(1000, 0.5, {{999, 7}, {998, -7}}),           // the extreme in the vector loop's tail
+      row(1001, 0.5, {{1000, 7}, {0, -7}}),
+  };
+  for (const char* t : {"f32", "f64", "bf16", "f16"})
+    for (const auto& values : rows)
+      for (const char* op : {"argmax", "argmin"}) {
+        DType dtype = *parseDType(t);
+        expectExactOn(std::string("%a: ") + t + "[" + std::to_string(values.size()) + "]", std::string(op) + " %a",
+                      {floats(dtype, values)});
+      }
+  for (const char* t : {"i8", "i32", "u16", "i64"})
+    for (const char* op : {"argmax", "argmin"}) {
+      std::vector<int64_t> values(67, 3);
+      values[4] = values[60] = 9, values[11] = values[43] = -2;
+      if (t[0] == 'u') values[11] = values[43] = 1;
+      expectExactOn(std::string("%a: ") + t + "[67]", std::string(op) + " %a", {ints(*parseDType(t), values)});
+    }
+}
+
 TEST(EmitNumerics, SaturatingCastsAndSpecialFloats) {
   std::vector<double> edges = {3e9, -3e9, 1e20, -1e20, 2.9, -2.9, NAN, 9.3e18, -0.0, 127.5, -128.5, INFINITY};
   for (DType from : {DType::F32, DType::F64})
