@@ -455,8 +455,8 @@ void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, ll
 
 }  // namespace
 
-bool CpuTarget::streamsOutput(int64_t outputBytes, int64_t kernelBytes) const {
-  return codegen::streamsOutput(outputBytes, kernelBytes);
+bool CpuTarget::streamsOutput(int64_t outputBytes, int64_t readBytes, int64_t writtenBytes) const {
+  return codegen::streamsOutput(outputBytes, readBytes, writtenBytes);
 }
 
 int CpuTarget::loopInterleave(int64_t trips, int64_t mathBefore) const {

@@ -66,10 +66,13 @@ void streamWhenAligned(llvm::StoreInst* store, uint64_t bytes) {
 
 int64_t streamingOutputBytes() { return 2 * hostCaches().l2Bytes; }
 
-int64_t streamingKernelBytes() { return hostCaches().lastLevelBytes / 2; }
+int64_t streamingKernelBytes(bool writesMoreThanItReads) {
+  return writesMoreThanItReads ? hostCaches().lastLevelBytes : hostCaches().lastLevelBytes / 2;
+}
 
-bool streamsOutput(int64_t outputBytes, int64_t kernelBytes) {
-  return outputBytes >= streamingOutputBytes() && kernelBytes > streamingKernelBytes();
+bool streamsOutput(int64_t outputBytes, int64_t readBytes, int64_t writtenBytes) {
+  return outputBytes >= streamingOutputBytes() &&
+         readBytes + writtenBytes > streamingKernelBytes(writtenBytes > readBytes);
 }
 
 void markStreamingOutputs(llvm::Function& kernel, const std::vector<int>& buffers) {

@@ -6,10 +6,13 @@
 // over 2 MB (within the L2 caches) the reader then waits on memory: 0.15 -> 0.26 ms. Nor does it
 // pay where the kernel's buffers fit the last-level cache with room to spare: in a loop (each run
 // of a step, each rep of a benchmark) they are still there, and a plain store hits it. On the same
-// sandbox (32 MiB of L3), x + 1 over 8 MiB took 0.29 ms with plain stores and 0.35 streaming, a
-// broadcast to 16 MiB 0.27 against 0.68; x + 1 over 16 MiB 0.61 against 0.43, a cast moving 24 MiB
-// 0.52 against 0.42. So an output streams when it is at least twice the cores' L2 caches together
-// and its kernel moves more than half the last-level caches.
+// sandbox (32 MiB of L3; plain against streaming): x + 1 over 8 MiB 0.26 against 0.35 ms; x + 1
+// over 16 MiB and a cast moving 24 MiB within noise of each other (0.61-0.70 and 0.44-0.52 either
+// way, run to run); a strided slice moving 20 MiB 0.31 against 0.19. A broadcast, which only
+// writes, keeps winning with plain stores up to the whole L3: to 16 MiB 0.27 against 0.67, to 24
+// MiB 0.59 against 1.02, to 32 MiB 0.93 against 1.36. So an output streams when it is at least
+// twice the cores' L2 caches together and its kernel moves more than half the last-level caches
+// (all of them when it writes more than it reads).
 //
 // The loop vectoriser refuses a non-temporal store it cannot prove aligned to its whole width
 // (x86 has aligned ones only; an unaligned one becomes eight 8-byte MOVNTIs), and kiln's loops
@@ -27,19 +30,22 @@
 
 namespace kiln::codegen {
 
-// Whether a CPU kernel moving `kernelBytes` (its inputs' and outputs' sizes together) writes an
-// output of `outputBytes` with streaming stores: the output is at least streamingOutputBytes() and
-// the kernel moves more than streamingKernelBytes().
-bool streamsOutput(int64_t outputBytes, int64_t kernelBytes);
+// Whether a CPU kernel that reads `readBytes` (its inputs' sizes together) and writes
+// `writtenBytes` (its outputs') writes an output of `outputBytes` with streaming stores: the
+// output is at least streamingOutputBytes() and the kernel moves more than
+// streamingKernelBytes(writtenBytes > readBytes).
+bool streamsOutput(int64_t outputBytes, int64_t readBytes, int64_t writtenBytes);
 
 // Twice the L2 caches of all the host's cores (host_caches.h): smaller outputs stay in the caches
 // for whichever kernel reads them next.
 int64_t streamingOutputBytes();
 
-// Half the host's last-level caches (0 where it does not say): a kernel that moves less, all of it
-// fits there, and the buffers it writes are still there when it runs again or the next kernel
-// reads them, so plain stores hit the cache and streaming ones would go to memory.
-int64_t streamingKernelBytes();
+// What a kernel may move (inputs and outputs together) and still store as usual: half the host's
+// last-level caches, or all of them for a kernel that writes more than it reads (a broadcast, a
+// fill), whose inputs evict nothing (0 where the host does not say). Its buffers fit there, and
+// they are still there when it runs again or the next kernel reads them, so plain stores hit the
+// cache where streaming ones would go to memory.
+int64_t streamingKernelBytes(bool writesMoreThanItReads);
 
 // Records on `kernel` (a CPU kernel's entry point, whose first argument is its buffer array) the
 // buffers, by index, whose vector stores should stream.

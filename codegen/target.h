@@ -126,9 +126,9 @@ class TargetHooks {
   // after it: codegen/loop_hints.h. The GPU has no vector loops: 0.
   virtual int loopInterleave(int64_t /*trips*/, int64_t /*mathBefore*/) const { return 0; }
   virtual int64_t inlineMathEmitted() const { return 0; }
-  // Whether a generated kernel moving `kernelBytes` (inputs and outputs) writes an output of
+  // Whether a generated kernel reading `readBytes` and writing `writtenBytes` writes an output of
   // `outputBytes` with streaming (non-temporal) stores: streaming_stores.h. Never on the GPU.
-  virtual bool streamsOutput(int64_t /*outputBytes*/, int64_t /*kernelBytes*/) const { return false; }
+  virtual bool streamsOutput(int64_t /*outputBytes*/, int64_t /*readBytes*/, int64_t /*writtenBytes*/) const { return false; }
   // GPU only: an array of `count` elements of `type` in shared memory, one per block, owned by the
   // kernel being emitted (named <kernel>.<what>); and a barrier every thread of the block reaches.
   virtual llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,

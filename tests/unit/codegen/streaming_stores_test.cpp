@@ -1,8 +1,8 @@
 // Streaming stores (codegen/streaming_stores.h): a CPU kernel whose output is at least
 // streamingOutputBytes() and which moves more than streamingKernelBytes() writes it with
 // non-temporal stores where a vector store is aligned, and fences them before it returns; a smaller
-// output, or a kernel whose buffers fit half the last-level cache, stores as usual. Either way the
-// kernel computes what the interpreter does.
+// output, or a kernel whose buffers fit half the last-level cache (all of it for one that writes
+// more than it reads), stores as usual. Either way the kernel computes what the interpreter does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +26,7 @@ std::string program(int64_t n) {
 // Elements of program()'s f32 output (its kernel moves three times the output) that streams:
 // at least the streaming output size, the kernel past the streaming kernel size; whole vectors of 16.
 int64_t streamingElements() {
-  int64_t bytes = std::max(codegen::streamingOutputBytes(), codegen::streamingKernelBytes() / 3 + 1);
+  int64_t bytes = std::max(codegen::streamingOutputBytes(), codegen::streamingKernelBytes(false) / 3 + 1);
   return (bytes / 4 + 15) / 16 * 16;
 }
 
@@ -43,16 +43,22 @@ std::string assemblyOf(const std::string& text) {
 }
 
 TEST(StreamingStores, ThresholdsComeFromTheHostsCaches) {
-  // Twice the L2 caches together and half the last-level ones, the same every time they are asked.
+  // Twice the L2 caches together; half the last-level ones, or all of them for a kernel writing
+  // more than it reads; the same every time they are asked.
   const codegen::HostCaches& caches = codegen::hostCaches();
   EXPECT_GT(caches.l2Bytes, 0);
   EXPECT_GE(caches.lastLevelBytes, 0);
   EXPECT_EQ(codegen::streamingOutputBytes(), 2 * caches.l2Bytes);
-  EXPECT_EQ(codegen::streamingKernelBytes(), caches.lastLevelBytes / 2);
+  EXPECT_EQ(codegen::streamingKernelBytes(false), caches.lastLevelBytes / 2);
+  EXPECT_EQ(codegen::streamingKernelBytes(true), caches.lastLevelBytes);
   EXPECT_EQ(&codegen::hostCaches(), &caches);
-  EXPECT_TRUE(codegen::streamsOutput(codegen::streamingOutputBytes(), codegen::streamingKernelBytes() + 1));
-  EXPECT_FALSE(codegen::streamsOutput(codegen::streamingOutputBytes() - 1, int64_t{1} << 50));
-  EXPECT_FALSE(codegen::streamsOutput(int64_t{1} << 40, codegen::streamingKernelBytes()));
+  int64_t output = codegen::streamingOutputBytes(), half = codegen::streamingKernelBytes(false);
+  EXPECT_TRUE(codegen::streamsOutput(output, half + 1 - output, output));
+  EXPECT_FALSE(codegen::streamsOutput(output - 1, int64_t{1} << 50, output - 1));
+  EXPECT_FALSE(codegen::streamsOutput(int64_t{1} << 40, half - (int64_t{1} << 40), int64_t{1} << 40));
+  // Writing more than it reads: the whole last-level cache.
+  EXPECT_FALSE(codegen::streamsOutput(std::max(output, half), 0, std::max(output, half)));
+  EXPECT_TRUE(codegen::streamsOutput(std::max(output, 2 * half + 1), 0, std::max(output, 2 * half + 1)));
 }
 
 TEST(StreamingStores, BigOutputsStreamAndSmallOnesDoNot) {
@@ -64,18 +70,28 @@ TEST(StreamingStores, BigOutputsStreamAndSmallOnesDoNot) {
   EXPECT_EQ(small.find("sfence"), std::string::npos);
 }
 
+// `func @main(%x: f32[1024]) -> f32[rows,1024]`, a broadcast: it writes far more than it reads.
+std::string broadcast(int64_t rows) {
+  std::string t = "f32[" + std::to_string(rows) + ",1024]";
+  return "func @main(%x: f32[1024]) -> " + t + " {\n  %y = broadcast_to %x {shape = [" + std::to_string(rows) +
+         ", 1024]}\n  return %y\n}\n";
+}
+
 TEST(StreamingStores, KernelsThatFitTheLastLevelCacheStoreAsUsual) {
-  // A broadcast moves little more than its output: one past the streaming output size but within
-  // half the last-level cache stays there for whoever reads it next.
-  int64_t elements = (codegen::streamingOutputBytes() / 4 + 1023) / 1024;
-  if (elements * 1024 * 4 + 4096 > codegen::streamingKernelBytes())
+  if (codegen::streamingKernelBytes(false) <= 2 * codegen::streamingOutputBytes())
     GTEST_SKIP() << "this host's last-level cache (" << codegen::hostCaches().lastLevelBytes
                  << " bytes) is not bigger than four times its L2 caches (" << codegen::hostCaches().l2Bytes << ")";
-  std::string text = "func @main(%x: f32[1024]) -> f32[" + std::to_string(elements) + ",1024] {\n  %y = broadcast_to %x {shape = [" +
-                     std::to_string(elements) + ", 1024]}\n  return %y\n}\n";
-  std::string assembly = assemblyOf(text);
-  EXPECT_NE(assembly.find("vmovups"), std::string::npos) << "no vector store at all";
-  EXPECT_EQ(assembly.find("movnt"), std::string::npos) << "a kernel within half the last-level cache streamed";
+  // x * r + x moving a little more than half the last-level cache streams; a broadcast to the same
+  // output, which writes more than it reads, fits the whole of it and stores as usual.
+  int64_t elements = (codegen::streamingKernelBytes(false) / 12 / 1024 + 1) * 1024;
+  std::string streamed = assemblyOf(program(elements));
+  EXPECT_NE(streamed.find("movntps"), std::string::npos) << "a kernel moving more than half the last-level cache did not stream";
+  std::string plain = assemblyOf(broadcast(elements / 1024));
+  EXPECT_NE(plain.find("vmovups"), std::string::npos) << "no vector store at all";
+  EXPECT_EQ(plain.find("movnt"), std::string::npos) << "a broadcast within the last-level cache streamed";
+  // Past the whole last-level cache a broadcast streams too.
+  std::string big = assemblyOf(broadcast(codegen::streamingKernelBytes(true) / 4096 + 1));
+  EXPECT_NE(big.find("movntps"), std::string::npos) << "a broadcast bigger than the last-level cache did not stream";
 }
 
 TEST(StreamingStores, StreamedResultIsComputedRight) {
