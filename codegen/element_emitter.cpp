@@ -875,19 +875,43 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
       return Values{};
     });
   };
-  // A whole item (every row, every column): kVectors vectors of `lanes` columns at a time, their
-  // rowsPerItem x kVectors sums kept in registers over all of K (the loop below loads and stores
-  // a stack sum per multiply-add, which bounds it by the cache's ports), then stored to the stack
-  // sums for the epilogue. The same products and sums in the same order: the same bits.
+  // `body` for r in [from, to) (from <= to; loop() wants a count of at least one).
+  auto forRows = [&](llvm::Value* from, llvm::Value* to, const std::function<void(llvm::Value*)>& body) {
+    ifThen(b.CreateICmpSLT(from, to), [&] {
+      loop(b.CreateSub(to, from), {}, [&](llvm::Value* r, const Values&) {
+        body(b.CreateAdd(from, r));
+        return Values{};
+      });
+      return Values{};
+    }, {});
+  };
+  // The item's whole groups of kCpuMatmulMicroRows rows, and where the rest begins.
+  constexpr int64_t microRows = kCpuMatmulMicroRows;
+  llvm::Value* microBlocks = b.CreateUDiv(rows, i64(microRows));
+  llvm::Value* restFrom = b.CreateMul(microBlocks, i64(microRows));
+  // Whole columns: kVectors vectors of `lanes` at a time, and K in blocks of kCpuMatmulPackedK
+  // rows of B, whose columns there are first packed, widened, into a stack strip (B's rows are N
+  // elements apart, and at a power of two bytes they share the L1 and L2 cache sets: B was read
+  // from L3 for every 4 rows); then each whole group of 4 rows runs over the strip with its 4 x
+  // kVectors vector sums in registers, loaded from the stack sums before the block and stored
+  // after it. Every output's sum still runs in k order: the same products and sums, the same bits.
   constexpr int64_t kVectors = 2;
   const int64_t lanes = std::max(2, target_.floatSumLanes() / 2);  // f64 or i64 lanes of a vector
+  const int64_t chunk = kVectors * lanes;
   auto* vectorType = llvm::FixedVectorType::get(accType, static_cast<unsigned>(lanes));
-  llvm::Value* wholeItem = b.CreateAnd(b.CreateICmpEQ(rows, i64(rowsPerItem)), b.CreateICmpEQ(count, i64(columnsPerItem)));
-  ifThen(wholeItem, [&] {
-    // B's `lanes` neighbouring elements of row p from column `col`, widened: one vector load, or
+  const int64_t packedK = std::max<int64_t>(1, std::min(k, kCpuMatmulPackedK));
+  // Floats are packed widened (f16 and bf16 then convert once per strip, not per use); integers
+  // as stored, so that LLVM still sees the products' operands sign- or zero-extended and
+  // multiplies them in one instruction (AVX2 has no 64-bit vector multiply).
+  DType bt = tile.stored[1]->type().dtype;
+  llvm::Type* bStorage = storageType(bt);
+  auto* packedType = ints ? llvm::FixedVectorType::get(bStorage, static_cast<unsigned>(lanes)) : vectorType;
+  llvm::Value* packed = atEntry.CreateAlloca(packedType, i64(packedK * kVectors), "matmul.packed");
+  const llvm::Align sumAlign(8);
+  ifThen(b.CreateAnd(b.CreateICmpEQ(count, i64(columnsPerItem)), b.CreateICmpSGT(i64(k), i64(0))), [&] {
+    // B's `lanes` neighbouring elements of row p from column `col`, as packed: one vector load, or
     // `lanes` loads where B is stored transposed.
-    DType bt = tile.stored[1]->type().dtype;
-    llvm::Type* bStorage = storageType(bt);
+    auto widened = [&](llvm::Value* stored) { return widen(fromStorage(stored, bt), bt); };
     auto rowOfB = [&](llvm::Value* p, llvm::Value* col) {
       llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(bStorage, static_cast<unsigned>(lanes)));
       if (!tile.transposed[1]) {
@@ -897,46 +921,67 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
         for (int64_t q = 0; q < lanes; ++q)
           v = b.CreateInsertElement(v, b.CreateLoad(bStorage, address(1, batchB, p, b.CreateAdd(col, i64(q)))), q);
       }
-      return widen(fromStorage(v, bt), bt);
+      return ints ? v : widened(v);
     };
-    loop(columnsPerItem / (kVectors * lanes), {}, [&](llvm::Value* chunk, const Values&) {
-      llvm::Value* q0 = b.CreateMul(chunk, i64(kVectors * lanes));
-      Values zero(static_cast<size_t>(rowsPerItem * kVectors), llvm::Constant::getNullValue(vectorType));
-      Values sums = loop(k, zero, [&](llvm::Value* p, const Values& acc) {
-        std::vector<llvm::Value*> ys;
-        for (int64_t v = 0; v < kVectors; ++v) ys.push_back(rowOfB(p, b.CreateAdd(first, b.CreateAdd(q0, i64(v * lanes)))));
-        Values next;
-        for (int64_t r = 0; r < rowsPerItem; ++r) {
-          llvm::Value* x = b.CreateVectorSplat(static_cast<unsigned>(lanes), widen(element(0, batchA, b.CreateAdd(firstRow, i64(r)), p), at));
-          for (int64_t v = 0; v < kVectors; ++v) {
-            llvm::Value* sum = acc[static_cast<size_t>(r * kVectors + v)];
-            next.push_back(ints ? b.CreateAdd(sum, b.CreateMul(x, ys[static_cast<size_t>(v)])) : b.CreateFAdd(sum, b.CreateFMul(x, ys[static_cast<size_t>(v)])));
-          }
-        }
-        return next;
+    const int64_t chunks = columnsPerItem / chunk, blocks = (k + packedK - 1) / packedK;
+    loop(chunks, {}, [&](llvm::Value* chunkIndex, const Values&) {
+      llvm::Value* q0 = b.CreateMul(chunkIndex, i64(chunk));
+      loop(blocks, {}, [&](llvm::Value* block, const Values&) {
+        llvm::Value* p0 = b.CreateMul(block, i64(packedK));
+        llvm::Value* depth = atMost(b.CreateSub(i64(k), p0), packedK);
+        loop(depth, {}, [&](llvm::Value* p, const Values&) {
+          for (int64_t v = 0; v < kVectors; ++v)
+            b.CreateStore(rowOfB(b.CreateAdd(p0, p), b.CreateAdd(first, b.CreateAdd(q0, i64(v * lanes)))),
+                          b.CreateInBoundsGEP(packedType, packed, b.CreateAdd(b.CreateMul(p, i64(kVectors)), i64(v))));
+          return Values{};
+        });
+        forRows(i64(0), microBlocks, [&](llvm::Value* micro) {
+          llvm::Value* r0 = b.CreateMul(micro, i64(microRows));
+          auto sumAt = [&](int64_t r, int64_t v) { return slot(b.CreateAdd(r0, i64(r)), b.CreateAdd(q0, i64(v * lanes))); };
+          Values acc;
+          for (int64_t r = 0; r < microRows; ++r)
+            for (int64_t v = 0; v < kVectors; ++v) acc.push_back(b.CreateAlignedLoad(vectorType, sumAt(r, v), sumAlign));
+          Values sums = loop(depth, acc, [&](llvm::Value* p, const Values& carried) {
+            std::vector<llvm::Value*> ys;
+            for (int64_t v = 0; v < kVectors; ++v) {
+              llvm::Value* y = b.CreateLoad(packedType, b.CreateInBoundsGEP(packedType, packed, b.CreateAdd(b.CreateMul(p, i64(kVectors)), i64(v))));
+              ys.push_back(ints ? widened(y) : y);
+            }
+            Values next;
+            for (int64_t r = 0; r < microRows; ++r) {
+              llvm::Value* row = b.CreateAdd(firstRow, b.CreateAdd(r0, i64(r)));
+              llvm::Value* x = b.CreateVectorSplat(static_cast<unsigned>(lanes), widen(element(0, batchA, row, b.CreateAdd(p0, p)), at));
+              for (int64_t v = 0; v < kVectors; ++v) {
+                llvm::Value* sum = carried[static_cast<size_t>(r * kVectors + v)];
+                llvm::Value* y = ys[static_cast<size_t>(v)];
+                next.push_back(ints ? b.CreateAdd(sum, b.CreateMul(x, y)) : b.CreateFAdd(sum, b.CreateFMul(x, y)));
+              }
+            }
+            return next;
+          });
+          for (int64_t r = 0; r < microRows; ++r)
+            for (int64_t v = 0; v < kVectors; ++v) b.CreateAlignedStore(sums[static_cast<size_t>(r * kVectors + v)], sumAt(r, v), sumAlign);
+        });
+        return Values{};
       });
-      for (int64_t r = 0; r < rowsPerItem; ++r)
-        for (int64_t v = 0; v < kVectors; ++v)
-          b.CreateAlignedStore(sums[static_cast<size_t>(r * kVectors + v)], slot(i64(r), b.CreateAdd(q0, i64(v * lanes))), llvm::Align(8));
+      if (blocks > 1) keepRolled(lastLoopLatch());
       return Values{};
+    });
+    if (chunks > 1) keepRolled(lastLoopLatch());
+    return Values{};
+  }, {});
+  // Fewer columns (the last block of them): groups of 4 rows share each B load.
+  ifThen(b.CreateICmpNE(count, i64(columnsPerItem)), [&] {
+    forRows(i64(0), microBlocks, [&](llvm::Value* micro) {
+      llvm::Value* r0 = b.CreateMul(micro, i64(microRows));
+      std::vector<llvm::Value*> group;
+      for (int64_t r = 0; r < microRows; ++r) group.push_back(b.CreateAdd(r0, i64(r)));
+      accumulate(group);
     });
     return Values{};
   }, {});
-  // Otherwise a whole block of rows shares each B load; the last block of fewer rows goes a row at a time.
-  std::vector<llvm::Value*> allRows;
-  for (int64_t r = 0; r < rowsPerItem; ++r) allRows.push_back(i64(r));
-  llvm::Value* whole = b.CreateAnd(b.CreateICmpEQ(rows, i64(rowsPerItem)), b.CreateNot(wholeItem));
-  ifThen(whole, [&] {
-    accumulate(allRows);
-    return Values{};
-  }, {});
-  ifThen(b.CreateICmpNE(rows, i64(rowsPerItem)), [&] {
-    loop(rows, {}, [&](llvm::Value* r, const Values&) {
-      accumulate({r});
-      return Values{};
-    });
-    return Values{};
-  }, {});
+  // Either way, the rows past the last whole group one at a time.
+  forRows(restFrom, rows, [&](llvm::Value* r) { accumulate({r}); });
   // The epilogue: the group's outputs at each element, the matmul's value there being the sum.
   DType t = tile.matmul->result()->type().dtype;
   loop(rows, {}, [&](llvm::Value* r, const Values&) {

@@ -41,7 +41,8 @@ std::string gpuStrategy(const KernelGroup& group) {
 std::string cpuStrategy(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop) return "";
   if (cpuMatmulRows(group))
-    return "matmul blocks of " + std::to_string(kCpuMatmulRows) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, K outside";
+    return "matmul blocks of " + std::to_string(kCpuMatmulRows) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, B packed " +
+           std::to_string(kCpuMatmulPackedK) + " rows at a time";
   if (registerTransposeTile(group))
     return std::to_string(kTile) + "x" + std::to_string(kTile) + " tiles, " + std::to_string(kRegisterBlock) + "x" +
            std::to_string(kRegisterBlock) + " blocks transposed in registers";

@@ -43,4 +43,12 @@ void setLoopHints(llvm::Instruction* latch, int width, int interleave) {
   latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
 }
 
+void keepRolled(llvm::Instruction* latch) {
+  llvm::LLVMContext& c = latch->getContext();
+  llvm::Metadata* disable = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
+  llvm::MDNode* loopId = llvm::MDNode::getDistinct(c, {nullptr, disable});
+  loopId->replaceOperandWith(0, loopId);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+}
+
 }  // namespace kiln::codegen

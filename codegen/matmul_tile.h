@@ -40,16 +40,17 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group);
 
 // Generated matmuls on the CPU (what oneDNN does not take: f16, f64, integers, bf16 on CPUs
 // without AVX-512, KILN_CPU_LIBRARIES=off): a work item computes kCpuMatmulColumns neighbouring
-// outputs of kCpuMatmulRows rows, an accumulator each on the stack, with K outside and the columns
-// inside, so B is read a row at a time, each element of it serving every row, and the loop over
-// the columns vectorises (one output at a time, B was walked down a column, one element per cache
-// line). A whole item (4 rows, 64 columns) keeps its sums in vector registers instead, two
-// vectors of columns at a time over all of K (on the 2-core Zen 3, f64 [512,512] x [512,512]:
-// 13.3 -> 6.8 ms, jax.jit 4.1; [512,520] 13.7 -> 5.0: B's rows a power of two bytes apart still
-// share cache sets; i32 11.1 -> 6.6, f16 13.2 -> 10.2). Sums run in k order in f64 (integers in
-// i64), as the interpreter's, so the result is the same bits. Same layouts as matmulTile, for N
-// of 8 or more.
-inline constexpr int64_t kCpuMatmulColumns = 64, kCpuMatmulRows = 4;
+// outputs of kCpuMatmulRows rows, an accumulator each on the stack. Over whole columns it goes 8
+// (two vectors) at a time, K in blocks of kCpuMatmulPackedK rows of B whose 8 columns are packed,
+// widened, into a contiguous stack strip, which every group of kCpuMatmulMicroRows rows of the
+// item then runs over with its 4 x 2 vector sums in registers: B's rows N elements apart, a power
+// of two bytes, share cache sets, and the strip serves 64 rows rather than 4 (on the 2-core Zen 3,
+// f64 [512,512] x [512,512]: items of 4 rows with no strip 6.8-7.7 ms, see docs/codegen.md). The
+// last block of columns, and the rows past the last group of 4, accumulate on the stack with K
+// outside and the columns inside (B read a row at a time, each element serving every row of the
+// group). Sums run in k order in f64 (integers in i64), as the interpreter's, so the result is the
+// same bits. Same layouts as matmulTile, for N of 8 or more.
+inline constexpr int64_t kCpuMatmulColumns = 64, kCpuMatmulRows = 64, kCpuMatmulMicroRows = 4, kCpuMatmulPackedK = 256;
 std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group);
 // Work items of a CPU matmul: every batch index times the blocks of rows and of columns.
 int64_t cpuMatmulItems(const MatmulTile& tile);

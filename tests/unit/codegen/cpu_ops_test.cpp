@@ -121,16 +121,18 @@ TEST(CpuOps, Matmul) {
 }
 
 // Generated matmuls (what oneDNN does not take; KILN_CPU_LIBRARIES=off makes every one generated)
-// go 4 rows' 64 columns per work item, K outside (codegen/matmul_tile.h, cpuMatmulRows), summing in
-// k order in double as the interpreter does: the same bits. Whole items (their sums in registers:
-// [9,33] x [33,200] has 4 of 12, [6,20] x [20,65] one) and partial ones, broadcast batches,
-// transposed operands read in place, an epilogue, K = 0, every number type.
+// go 64 rows' 64 columns per work item (codegen/matmul_tile.h, cpuMatmulRows), summing in k order
+// in double as the interpreter does: the same bits. Whole column blocks (B packed into a strip,
+// groups of 4 rows with their sums in registers: [9,33] x [33,200] has 3 of 4, with a row past
+// the last group of 4) and the last, partial one; K in blocks of 256 with a partial last block
+// ([70,300] x [300,130]: a second item of 6 rows); broadcast batches, transposed operands read in
+// place, an epilogue, K = 0, every number type.
 TEST(CpuOps, GeneratedMatmulRows) {
   setenv("KILN_CPU_LIBRARIES", "off", 1);
   DiffOptions exact;  // on the CPU; the GPU (the simulator, under ctest) contracts multiply-adds
   exact.gpuTol = accumulateTolerance();
   const char* shapes[][2] = {{"[5,7]", "[7,9]"}, {"[3,70]", "[70,130]"}, {"[2,1,5,16]", "[3,16,72]"}, {"[4,0]", "[0,9]"},
-                             {"[9,33]", "[33,200]"}};
+                             {"[9,33]", "[33,200]"}, {"[70,300]", "[300,130]"}, {"[66,20]", "[20,64]"}};
   for (const char* t : kNumTypes) {
     for (auto& s : shapes) check(std::string("%a: ") + t + s[0] + ", %b: " + t + s[1], "matmul %a, %b", exact);
     std::string T = t;
