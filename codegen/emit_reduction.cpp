@@ -219,9 +219,10 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
   return acc.finish(total[0]);
 }
 
-// argReduce on the CPU, in two passes the loop vectoriser widens (the one-pass scan's compare of
-// {index, value} pairs it keeps scalar): the extreme element's key, as a max or min reduction,
-// then the first index whose element has that key, as a min reduction of the indices that match.
+// argReduce on the CPU along the innermost axis, in two passes the loop vectoriser widens (the
+// one-pass scan's compare of {index, value} pairs it keeps scalar): the extreme element's key, as
+// a max or min reduction, then the first index whose element has that key, as a min reduction of
+// the indices that match.
 // Floats compare by orderedKey (NaN the extreme, so the first NaN wins) of x + 0, which is +0 for
 // -0: the two are equal, so the first of them wins; ints by their value (unsigned as unsigned).
 // The second pass computes the elements again (a fused operand too): from the L1 or L2 cache for
@@ -263,7 +264,9 @@ llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
   ReducedAxes reduced{{axis}, keepdims, {}, 0};
   auto element = [&](llvm::Value* k) { return e.emit(x, reducedSource(index, reduced, {k}, rank)); };
   int64_t n = x->type().shape[static_cast<size_t>(axis)];
-  if (e.target().reassociatesSums() && n > 1) return argReduceInTwoPasses(e, op, element, n);
+  // Along the innermost axis only: down a strided axis neither pass vectorises, and reading the
+  // elements twice made argmax over axis 0 of f32[1000,4096] 12.4 -> 31.4 ms.
+  if (e.target().reassociatesSums() && n > 1 && axis == rank - 1) return argReduceInTwoPasses(e, op, element, n);
   Values best = e.loop(n - 1, argCandidate(e, op, e.i64(0), element(e.i64(0))), [&](llvm::Value* iv, const Values& c) {
     llvm::Value* k = e.b.CreateAdd(iv, e.i64(1));
     return argBetter(e, op, c, argCandidate(e, op, k, element(k)), /*later=*/true);
