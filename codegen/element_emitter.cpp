@@ -817,7 +817,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   const Shape& shape = tile.shape;
   const size_t rank = shape.size();
   const int64_t m = shape[rank - 2], n = shape[rank - 1], k = tile.k;
-  const int64_t rowsPerItem = kCpuMatmulRows, columnsPerItem = kCpuMatmulColumns;
+  const int64_t rowsPerItem = cpuMatmulItemRows(tile), columnsPerItem = kCpuMatmulColumns;
   const Value* a = tile.matmul->operand(0);
   const Value* c = tile.matmul->operand(1);
   const Shape batch = tile.batch(), batchA = tile.operandBatch(0), batchB = tile.operandBatch(1);

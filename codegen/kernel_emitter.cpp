@@ -125,7 +125,7 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
 
 int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) {
   if (group.kind == KernelKind::Row || transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
-  if (cpuMatmulRowsOf(group, target)) return kCpuMatmulRows * kCpuMatmulColumns;
+  if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItemRows(*rows) * kCpuMatmulColumns;
   if (registerTileOf(group, target)) return kTile * kTile;
   int64_t most = elementsPerItem(group, target);
   if (loopsByPart(group, target))

@@ -40,8 +40,8 @@ std::string gpuStrategy(const KernelGroup& group) {
 // (column_reduction.h, matmul_tile.h).
 std::string cpuStrategy(const KernelGroup& group) {
   if (group.kind != KernelKind::Loop) return "";
-  if (cpuMatmulRows(group))
-    return "matmul blocks of " + std::to_string(kCpuMatmulRows) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, B packed " +
+  if (auto tile = cpuMatmulRows(group))
+    return "matmul blocks of " + std::to_string(cpuMatmulItemRows(*tile)) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, B packed " +
            std::to_string(kCpuMatmulPackedK) + " rows at a time";
   if (registerTransposeTile(group))
     return std::to_string(kTile) + "x" + std::to_string(kTile) + " tiles, " + std::to_string(kRegisterBlock) + "x" +

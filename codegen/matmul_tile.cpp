@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codegen/host_threads.h"
 #include "ir/shape_rules.h"
 
 namespace kiln::codegen {
@@ -67,11 +68,23 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group) { return matmulLa
 
 std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group) { return matmulLayout(group, 1, 8); }
 
-int64_t cpuMatmulItems(const MatmulTile& tile) {
+namespace {
+
+int64_t cpuMatmulItemsOf(const MatmulTile& tile, int64_t rows) {
   int64_t batches = 1;
   for (size_t d = 0; d + 2 < tile.shape.size(); ++d) batches *= tile.shape[d];
   auto ceilDiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
-  return batches * ceilDiv(tile.shape[tile.shape.size() - 2], kCpuMatmulRows) * ceilDiv(tile.shape.back(), kCpuMatmulColumns);
+  return batches * ceilDiv(tile.shape[tile.shape.size() - 2], rows) * ceilDiv(tile.shape.back(), kCpuMatmulColumns);
 }
+
+}  // namespace
+
+int64_t cpuMatmulItemRows(const MatmulTile& tile) {
+  int64_t rows = kCpuMatmulRows;
+  while (rows > kCpuMatmulMicroRows && cpuMatmulItemsOf(tile, rows) < kCpuMatmulItemsPerThread * hostThreads()) rows /= 2;
+  return rows;
+}
+
+int64_t cpuMatmulItems(const MatmulTile& tile) { return cpuMatmulItemsOf(tile, cpuMatmulItemRows(tile)); }
 
 }  // namespace kiln::codegen

@@ -40,7 +40,9 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group);
 
 // Generated matmuls on the CPU (what oneDNN does not take: f16, f64, integers, bf16 on CPUs
 // without AVX-512, KILN_CPU_LIBRARIES=off): a work item computes kCpuMatmulColumns neighbouring
-// outputs of kCpuMatmulRows rows, an accumulator each on the stack. Over whole columns it goes 8
+// outputs of cpuMatmulItemRows() rows (kCpuMatmulRows, halved down to kCpuMatmulMicroRows while
+// that leaves fewer than kCpuMatmulItemsPerThread items for each of the runtime's threads:
+// host_threads.h), an accumulator each on the stack. Over whole columns it goes 8
 // (two vectors) at a time, K in blocks of kCpuMatmulPackedK rows of B whose 8 columns are packed,
 // widened, into a contiguous stack strip, which every group of kCpuMatmulMicroRows rows of the
 // item then runs over with its 4 x 2 vector sums in registers: B's rows N elements apart, a power
@@ -50,8 +52,11 @@ std::optional<MatmulTile> matmulTile(const KernelGroup& group);
 // outside and the columns inside (B read a row at a time, each element serving every row of the
 // group). Sums run in k order in f64 (integers in i64), as the interpreter's, so the result is the
 // same bits. Same layouts as matmulTile, for N of 8 or more.
-inline constexpr int64_t kCpuMatmulColumns = 64, kCpuMatmulRows = 64, kCpuMatmulMicroRows = 4, kCpuMatmulPackedK = 256;
+inline constexpr int64_t kCpuMatmulColumns = 64, kCpuMatmulRows = 64, kCpuMatmulMicroRows = 4, kCpuMatmulPackedK = 256,
+                         kCpuMatmulItemsPerThread = 4;
 std::optional<MatmulTile> cpuMatmulRows(const KernelGroup& group);
+// The rows of a work item of a CPU matmul (above), from kCpuMatmulRows down.
+int64_t cpuMatmulItemRows(const MatmulTile& tile);
 // Work items of a CPU matmul: every batch index times the blocks of rows and of columns.
 int64_t cpuMatmulItems(const MatmulTile& tile);
 
