@@ -907,6 +907,9 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   llvm::Type* bStorage = storageType(bt);
   auto* packedType = ints ? llvm::FixedVectorType::get(bStorage, static_cast<unsigned>(lanes)) : vectorType;
   llvm::Value* packed = atEntry.CreateAlloca(packedType, i64(packedK * kVectors), "matmul.packed");
+  auto packedAt = [&](llvm::Value* p, int64_t v) {
+    return b.CreateInBoundsGEP(packedType, packed, b.CreateAdd(b.CreateMul(p, i64(kVectors)), i64(v)));
+  };
   const llvm::Align sumAlign(8);
   ifThen(b.CreateAnd(b.CreateICmpEQ(count, i64(columnsPerItem)), b.CreateICmpSGT(i64(k), i64(0))), [&] {
     // B's `lanes` neighbouring elements of row p from column `col`, as packed: one vector load, or
@@ -931,8 +934,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
         llvm::Value* depth = atMost(b.CreateSub(i64(k), p0), packedK);
         loop(depth, {}, [&](llvm::Value* p, const Values&) {
           for (int64_t v = 0; v < kVectors; ++v)
-            b.CreateStore(rowOfB(b.CreateAdd(p0, p), b.CreateAdd(first, b.CreateAdd(q0, i64(v * lanes)))),
-                          b.CreateInBoundsGEP(packedType, packed, b.CreateAdd(b.CreateMul(p, i64(kVectors)), i64(v))));
+            b.CreateStore(rowOfB(b.CreateAdd(p0, p), b.CreateAdd(first, b.CreateAdd(q0, i64(v * lanes)))), packedAt(p, v));
           return Values{};
         });
         forRows(i64(0), microBlocks, [&](llvm::Value* micro) {
@@ -944,7 +946,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
           Values sums = loop(depth, acc, [&](llvm::Value* p, const Values& carried) {
             std::vector<llvm::Value*> ys;
             for (int64_t v = 0; v < kVectors; ++v) {
-              llvm::Value* y = b.CreateLoad(packedType, b.CreateInBoundsGEP(packedType, packed, b.CreateAdd(b.CreateMul(p, i64(kVectors)), i64(v))));
+              llvm::Value* y = b.CreateLoad(packedType, packedAt(p, v));
               ys.push_back(ints ? widened(y) : y);
             }
             Values next;

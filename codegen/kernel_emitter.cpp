@@ -180,12 +180,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     // Outputs too big for the caches stream past them (streaming_stores.h). The generated matmuls
     // (what oneDNN does not take: f16, f64, integers) are left as they were.
     if (!tiledMatmul && !cpuMatmul) {
-      auto bytesOf = [](const std::vector<const Value*>& values) {
-        int64_t bytes = 0;
-        for (const Value* value : values) bytes += static_cast<int64_t>(value->type().byteSize());
-        return bytes;
-      };
-      int64_t read = bytesOf(group->inputs), written = bytesOf(group->outputs);
+      auto read = static_cast<int64_t>(group->bytesRead()), written = static_cast<int64_t>(group->bytesWritten());
       std::vector<int> streaming;
       for (size_t k = 0; k < group->outputs.size(); ++k)
         if (target.streamsOutput(static_cast<int64_t>(group->outputs[k]->type().byteSize()), read, written))

@@ -20,6 +20,19 @@ int64_t KernelGroup::numOutputElements() const {
 
 namespace {
 
+uint64_t bytesOf(const std::vector<const Value*>& values) {
+  uint64_t bytes = 0;
+  for (const Value* v : values) bytes += v->type().byteSize();
+  return bytes;
+}
+
+}  // namespace
+
+uint64_t KernelGroup::bytesRead() const { return bytesOf(inputs); }
+uint64_t KernelGroup::bytesWritten() const { return bytesOf(outputs); }
+
+namespace {
+
 // Operands of the group's ops that no op of the group defines, deduplicated, in first-use order.
 // Values used inside nested regions cannot occur: region ops are never in a kernel group.
 std::vector<const Value*> groupInputs(const std::vector<const Op*>& ops) {

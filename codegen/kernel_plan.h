@@ -45,6 +45,9 @@ struct KernelGroup {
   int64_t rowLength() const { return kiln::numElements(inner); }
   // Elements the kernel stores (all outputs together).
   int64_t numOutputElements() const;
+  // The bytes of its inputs and of its outputs, each buffer once.
+  uint64_t bytesRead() const;
+  uint64_t bytesWritten() const;
 };
 
 struct BlockPlan;

@@ -63,12 +63,6 @@ double flopsOf(const KernelGroup& group) {
   return flops;
 }
 
-uint64_t bytesOf(const std::vector<const Value*>& values) {
-  uint64_t bytes = 0;
-  for (const Value* v : values) bytes += v->type().byteSize();
-  return bytes;
-}
-
 KernelReport reportKernel(const KernelGroup& group, const std::string& region, Target target) {
   KernelReport r;
   r.name = group.name;
@@ -85,8 +79,8 @@ KernelReport reportKernel(const KernelGroup& group, const std::string& region, T
   }
   r.region = region;
   for (const Op* op : group.ops) r.ops.push_back({std::string(op->name()), op->loc()});
-  r.bytesRead = bytesOf(group.inputs);
-  r.bytesWritten = bytesOf(group.outputs);
+  r.bytesRead = group.bytesRead();
+  r.bytesWritten = group.bytesWritten();
   r.flops = flopsOf(group);
   return r;
 }

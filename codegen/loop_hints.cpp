@@ -1,4 +1,4 @@
-// interleaveCount and setLoopHints: llvm.loop metadata for the CPU's loops.
+// interleaveCount, setLoopHints and keepRolled: llvm.loop metadata for the CPU's loops.
 #include "codegen/loop_hints.h"
 
 #include <llvm/IR/Constants.h>
@@ -24,6 +24,18 @@ int interleaveCount(int64_t trips, int lanes) {
   return 0;
 }
 
+namespace {
+
+// Sets `latch`'s loop ID: a distinct node naming itself (operand 0), then `hints`.
+void setLoopId(llvm::Instruction* latch, std::vector<llvm::Metadata*> hints) {
+  hints.insert(hints.begin(), nullptr);
+  llvm::MDNode* loopId = llvm::MDNode::getDistinct(latch->getContext(), hints);
+  loopId->replaceOperandWith(0, loopId);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+}
+
+}  // namespace
+
 void setLoopHints(llvm::Instruction* latch, int width, int interleave) {
   if (width <= 0 && interleave <= 0) return;
   llvm::LLVMContext& c = latch->getContext();
@@ -31,24 +43,19 @@ void setLoopHints(llvm::Instruction* latch, int width, int interleave) {
     return llvm::MDNode::get(c, {llvm::MDString::get(c, name), llvm::ConstantAsMetadata::get(value)});
   };
   llvm::Type* i32 = llvm::Type::getInt32Ty(c);
-  std::vector<llvm::Metadata*> operands{nullptr};  // a loop ID names itself: operand 0, set below
+  std::vector<llvm::Metadata*> hints;
   if (width > 0) {
-    operands.push_back(hint("llvm.loop.vectorize.width", llvm::ConstantInt::get(i32, static_cast<uint64_t>(width))));
-    operands.push_back(hint("llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
+    hints.push_back(hint("llvm.loop.vectorize.width", llvm::ConstantInt::get(i32, static_cast<uint64_t>(width))));
+    hints.push_back(hint("llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
   }
   if (interleave > 0)
-    operands.push_back(hint("llvm.loop.interleave.count", llvm::ConstantInt::get(i32, static_cast<uint64_t>(interleave))));
-  llvm::MDNode* loopId = llvm::MDNode::getDistinct(c, operands);
-  loopId->replaceOperandWith(0, loopId);
-  latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+    hints.push_back(hint("llvm.loop.interleave.count", llvm::ConstantInt::get(i32, static_cast<uint64_t>(interleave))));
+  setLoopId(latch, std::move(hints));
 }
 
 void keepRolled(llvm::Instruction* latch) {
   llvm::LLVMContext& c = latch->getContext();
-  llvm::Metadata* disable = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
-  llvm::MDNode* loopId = llvm::MDNode::getDistinct(c, {nullptr, disable});
-  loopId->replaceOperandWith(0, loopId);
-  latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
+  setLoopId(latch, {llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")})});
 }
 
 }  // namespace kiln::codegen
