@@ -166,8 +166,8 @@ class ElementEmitter {
   // LLVM vectorises it along memory rather than unrolling a short innermost loop whole and
   // vectorising the loop outside it with gathers.
   Values mergedLoopNest(const std::vector<Shape>& runs, Values init, const NestBody& body);
-  // acc.add over element(k) for k in [0, count), from `init`, in one loop. Where acc.widensFloats,
-  // the loop carries the target's floatSumLanes() as its vector width.
+  // acc.add over element(k) for k in [0, count), from `init`, in one loop. Where acc sums floats,
+  // the loop carries a vector width: the target's floatSumLanes(), halved for f64.
   llvm::Value* accumulateRun(const Accumulation& acc, llvm::Value* init, int64_t count,
                              const std::function<llvm::Value*(llvm::Value* k)>& element);
   // if (cond) { then() } else { otherwise }: the values of the branch taken.
@@ -314,9 +314,9 @@ struct Accumulation {
   std::function<llvm::Value*(llvm::Value* acc, llvm::Value* element)> add;  // element in its compute type
   std::function<llvm::Value*(llvm::Value* a, llvm::Value* b)> combine;      // two partial accumulators
   std::function<llvm::Value*(llvm::Value* acc)> finish;                     // to the result's compute type
-  // A double sum of f32, f16 or bf16 elements, which loops widen at the elements' width
-  // (TargetHooks::floatSumLanes).
-  bool widensFloats = false;
+  // For a double sum of float elements, their dtype: loops vectorise it at the width of one
+  // vector of them (TargetHooks::floatSumLanes), f32, f16 and bf16 widened as they are added.
+  std::optional<DType> summedFloats;
 };
 Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count);
 // A reduce_* op's reduced axes (sorted), whether it keeps them as size-1 dims, their extents and

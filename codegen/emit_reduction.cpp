@@ -83,7 +83,7 @@ Accumulation vectorisableMaxMin(ElementEmitter& e, bool isMax, DType t) {
     llvm::Value* quiet = b.CreateSelect(b.CreateFCmpUNO(f, f), llvm::ConstantFP::getQNaN(b.getFloatTy()), f);
     return e.fromDouble(b.CreateFPExt(quiet, b.getDoubleTy()), t);
   };
-  return {key(llvm::ConstantFP::getInfinity(b.getFloatTy(), /*negative=*/isMax)), add, combine, finish};
+  return {key(llvm::ConstantFP::getInfinity(b.getFloatTy(), /*negative=*/isMax)), add, combine, finish, std::nullopt};
 }
 
 }  // namespace
@@ -155,7 +155,8 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
               llvm::Value* r = a;
               if (kind == OpKind::ReduceMean) r = isUnsignedInt ? b.CreateUDiv(a, e.i64(count)) : b.CreateSDiv(a, e.i64(count));
               return b.CreateTrunc(r, e.computeType(t));
-            }};
+            },
+            std::nullopt};
   }
   const bool isMaxMin = kind == OpKind::ReduceMax || kind == OpKind::ReduceMin;
   if (isMaxMin && t != DType::F64 && e.target().reassociatesSums()) return vectorisableMaxMin(e, kind == OpKind::ReduceMax, t);
@@ -164,7 +165,7 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
     // so doubles would only cost a conversion per element and 64-bit shuffles.
     bool isMax = kind == OpKind::ReduceMax;
     auto combine = [&e, isMax](llvm::Value* a, llvm::Value* v) { return isMax ? e.floatMax(a, v) : e.floatMin(a, v); };
-    return {e.constant(t, isMax ? -INFINITY : INFINITY), combine, combine, [](llvm::Value* a) { return a; }};
+    return {e.constant(t, isMax ? -INFINITY : INFINITY), combine, combine, [](llvm::Value* a) { return a; }, std::nullopt};
   }
   double identity = kind == OpKind::ReduceProd ? 1.0 : 0.0;
   auto combine = [&e, kind](llvm::Value* a, llvm::Value* v) -> llvm::Value* {
@@ -176,7 +177,7 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
             llvm::Value* r = kind == OpKind::ReduceMean ? e.b.CreateFDiv(a, e.f64(static_cast<double>(count))) : a;  // 0/0 = NaN
             return e.fromDouble(r, t);
           },
-          t != DType::F64};
+          /*summedFloats=*/t};
 }
 
 namespace {

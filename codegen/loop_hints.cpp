@@ -47,6 +47,14 @@ void setLoopHints(llvm::Instruction* latch, int width, int interleave) {
   if (width > 0) {
     hints.push_back(hint("llvm.loop.vectorize.width", llvm::ConstantInt::get(i32, static_cast<uint64_t>(width))));
     hints.push_back(hint("llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
+    // LLVM fully unrolls loops of a few constant trips before the vectoriser sees them, and
+    // does not vectorise what is left: a row of 64 f32 summed as 64 dependent scalar adds.
+    // So the loop stays rolled until the vectoriser has run, and the loops it makes (the
+    // vector loop and the remainder) carry only its "done" mark, free to be unrolled then.
+    llvm::Metadata* vectorised = hint("llvm.loop.isvectorized", llvm::ConstantInt::get(i32, 1));
+    hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")}));
+    for (const char* followup : {"llvm.loop.vectorize.followup_vectorized", "llvm.loop.vectorize.followup_epilogue"})
+      hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, followup), vectorised}));
   }
   if (interleave > 0)
     hints.push_back(hint("llvm.loop.interleave.count", llvm::ConstantInt::get(i32, static_cast<uint64_t>(interleave))));
