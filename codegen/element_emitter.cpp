@@ -147,12 +147,19 @@ llvm::Value* ElementEmitter::linearize(const Index& index, const Shape& shape) {
 }
 
 Index ElementEmitter::delinearize(llvm::Value* linear, const Shape& shape) {
-  if (linear == item_ && itemColumn_ && !shape.empty() && shape.back() == itemRowLength_) {
-    Shape rows(shape.begin(), shape.end() - 1);
-    llvm::Value* rowStart = b.CreateSub(linear, itemColumn_, "row.start", true, true);
-    Index index = delinearize(b.CreateUDiv(rowStart, i64(itemRowLength_), "row", /*isExact=*/true), rows);
-    index.push_back(itemColumn_);
-    return index;
+  if (linear == item_ && itemColumn_) {
+    // The row's dims (loopRowLength: the last, or several trailing ones) come from the column;
+    // a value that spans them all reads at the column again (LLVM folds the divisions away).
+    size_t rowDims = 0;
+    for (int64_t length = 1; rowDims < shape.size() && length < itemRowLength_;) length *= shape[shape.size() - ++rowDims];
+    if (rowDims > 0 && numElements(Shape(shape.end() - static_cast<ptrdiff_t>(rowDims), shape.end())) == itemRowLength_) {
+      Shape rows(shape.begin(), shape.end() - static_cast<ptrdiff_t>(rowDims));
+      llvm::Value* rowStart = b.CreateSub(linear, itemColumn_, "row.start", true, true);
+      Index index = delinearize(b.CreateUDiv(rowStart, i64(itemRowLength_), "row", /*isExact=*/true), rows);
+      Index columns = rowDims == 1 ? Index{itemColumn_} : delinearize(itemColumn_, Shape(shape.end() - static_cast<ptrdiff_t>(rowDims), shape.end()));
+      index.insert(index.end(), columns.begin(), columns.end());
+      return index;
+    }
   }
   int rank = static_cast<int>(shape.size());
   Index index(rank);

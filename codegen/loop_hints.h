@@ -25,7 +25,8 @@ namespace kiln::codegen {
 int interleaveCount(int64_t trips, int lanes);
 
 // Marks the loop whose latch branch is `latch` with a vector width (0: none; else also
-// vectorize.enable) and an interleave count (0: none). Nothing where both are 0.
+// vectorize.enable, and no unrolling until the vectoriser has run: loop_hints.cpp says why) and an
+// interleave count (0: none). Nothing where both are 0.
 void setLoopHints(llvm::Instruction* latch, int width, int interleave);
 
 // Marks the loop whose latch branch is `latch` never to be unrolled (llvm.loop.unroll.disable):

@@ -2,6 +2,9 @@
 // gather, convolution, pooling, batch norm and cross entropy, on several shapes and dtypes.
 #include <regex>
 
+#include "codegen/kernel_emitter.h"
+#include "codegen/kernel_plan.h"
+#include "passes/pass_manager.h"
 #include "tests/unit/codegen/cpu_test_util.h"
 
 namespace kiln::test {
@@ -252,6 +255,54 @@ TEST(CpuOps, PadsAndConcatsInRunsOfColumns) {
   return %y
 }
 )");
+}
+
+// The rows `text`'s fused loop kernel runs in on the CPU (codegen::loopRowLength), one per segment.
+std::vector<int64_t> loopRowsOf(const std::string& text) {
+  auto m = parseOrFail(text);
+  std::vector<int64_t> rows;
+  if (!m) return rows;
+  Status fused = passes::runPasses(*m, {"fusion"});
+  EXPECT_TRUE(fused.ok()) << fused.error().str();
+  auto plan = codegen::planFunction(*m->entry());
+  for (const codegen::KernelGroup* group : plan->allGroups())
+    for (const codegen::Segment& segment : group->segments) rows.push_back(codegen::loopRowLength(*group, segment));
+  return rows;
+}
+
+// x (f32[2,3,5,7]) and `y` (of type `yType`) through `body`, which ends in %z: f32[2,3,5,7].
+std::string pointwise(const std::string& yType, const std::string& body) {
+  return "func @main(%x: f32[2,3,5,7], %y: " + yType + ") -> f32[2,3,5,7] {\n" + body + "\n  return %z\n}\n";
+}
+
+TEST(CpuOps, PointwiseLoopsRunInRowsOfTheirTrailingDims) {
+  // As many trailing dims as every value spans, or is broadcast along, together.
+  const std::string addRelu = "  %a = add %x, %y\n  %z = relu %a";
+  EXPECT_EQ(loopRowsOf(pointwise("f32[2,3,5,7]", addRelu)), std::vector<int64_t>{210});
+  EXPECT_EQ(loopRowsOf(pointwise("f32[1,3,1,1]", addRelu)), std::vector<int64_t>{35});  // a bias per channel
+  EXPECT_EQ(loopRowsOf(pointwise("f32[3,5,7]", addRelu)), std::vector<int64_t>{105});
+  EXPECT_EQ(loopRowsOf(pointwise("f32[7]", addRelu)), std::vector<int64_t>{7});
+  EXPECT_EQ(loopRowsOf(pointwise("f32[5,1]", addRelu)), std::vector<int64_t>{7});      // spans dim 2 only
+  EXPECT_EQ(loopRowsOf(pointwise("f32[]", addRelu)), std::vector<int64_t>{210});
+  const std::string viaBroadcast = "  %b = broadcast_to %y {shape = [2, 3, 5, 7]}\n  %z = mul %x, %b";
+  EXPECT_EQ(loopRowsOf(pointwise("f32[3,1,1]", viaBroadcast)), std::vector<int64_t>{35});
+  // An iota, or anything but elementwise ops, keeps the innermost dim.
+  EXPECT_EQ(loopRowsOf(pointwise("f32[2,3,5,7]", "  %i = iota {axis = 2} : f32[2,3,5,7]\n  %a = add %x, %i\n  %z = add %a, %y")),
+            std::vector<int64_t>{7});
+  EXPECT_EQ(loopRowsOf("func @main(%x: f32[2,3,7,5]) -> f32[2,3,5,7] {\n  %t = transpose %x {perm = [0, 1, 3, 2]}\n"
+                       "  %z = relu %t\n  return %z\n}\n"),
+            std::vector<int64_t>{7});
+  // Each computes what the interpreter does, whatever its rows, for every number type, NaN and
+  // infinities among the floats'; in rows longer than a chunk of work too.
+  for (const char* t : kNumTypes) {
+    std::string T = t;
+    for (const char* y : {"[2,3,5,7]", "[1,3,1,1]", "[3,5,7]", "[5,1]", "[]"})
+      check("%x: " + T + "[2,3,5,7], %y: " + T + y, "add %x, %y");
+  }
+  checkWithSpecials(pointwise("f32[1,3,1,1]", addRelu));
+  checkWithSpecials(pointwise("f32[3,1,1]", viaBroadcast));
+  checkWithSpecials("func @main(%x: f32[16,48,56,56], %y: f32[1,48,1,1]) -> f32[16,48,56,56] {\n"
+                    "  %a = mul %x, %y\n  %s = relu %a\n  %z = add %s, %x\n  return %z\n}\n");
 }
 
 TEST(CpuOps, LayoutOps) {

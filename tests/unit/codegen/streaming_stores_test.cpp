@@ -97,6 +97,26 @@ TEST(StreamingStores, KernelsThatFitTheLastLevelCacheStoreAsUsual) {
   EXPECT_NE(big.find("movntps"), std::string::npos) << "a broadcast bigger than the last-level cache did not stream";
 }
 
+// `func @main(%x: f32[rows,width], %y: f32[width]) -> f32[rows,width]` computing x + y: looped in
+// rows of `width`.
+std::string rowsPlusVector(int64_t rows, int64_t width) {
+  std::string t = "f32[" + std::to_string(rows) + "," + std::to_string(width) + "]", v = "f32[" + std::to_string(width) + "]";
+  return "func @main(%x: " + t + ", %y: " + v + ") -> " + t + " {\n  %z = add %x, %y\n  return %z\n}\n";
+}
+
+TEST(StreamingStores, RowsEndingMidLineStoreAsUsual) {
+  // Rows of 56 f32 end mid-line, and the scalar stores after each row's vector loop would share
+  // lines with the next row's streaming ones; rows of 64 are whole lines.
+  // Outputs past the threshold, of a kernel (reading as much as it writes) moving more than half
+  // the last-level cache.
+  int64_t elements = std::max(codegen::streamingOutputBytes() / 4, codegen::streamingKernelBytes(false) / 8 + 1);
+  std::string whole = assemblyOf(rowsPlusVector(elements / 64 + 1, 64));
+  EXPECT_NE(whole.find("movntps"), std::string::npos) << "rows of whole lines did not stream";
+  std::string midLine = assemblyOf(rowsPlusVector(elements / 56 + 1, 56));
+  EXPECT_NE(midLine.find("vmovups"), std::string::npos) << "no vector store at all";
+  EXPECT_EQ(midLine.find("movnt"), std::string::npos) << "rows ending mid-line streamed";
+}
+
 TEST(StreamingStores, StreamedResultIsComputedRight) {
   // Odd element counts too: the vector loop's remainder and any unaligned start are plain stores.
   for (int64_t n : {streamingElements(), streamingElements() + 7}) {
