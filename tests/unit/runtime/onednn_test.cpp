@@ -102,6 +102,19 @@ const Case kCases[] = {
   return %e
 })",
      "oneDNN matmul (epilogue bias+relu)"},
+    {"Bf16TransposedOperands", R"(func @main(%a: bf16[40,36], %b: bf16[24,40], %bias: bf16[24]) -> bf16[36,24] {
+  %at = transpose %a {perm = [1, 0]}
+  %bt = transpose %b {perm = [1, 0]}
+  %c = matmul %at, %bt
+  %d = add %c, %bias
+  %e = relu %d
+  return %e
+})", "oneDNN matmul of A^T and B^T (epilogue bias+relu)"},
+    {"Bf16BroadcastInput", R"(func @main(%a: bf16[6,32], %b: bf16[2,3,32,30]) -> bf16[2,3,6,30] {
+  %c = matmul %a, %b
+  return %c
+})",
+     "oneDNN matmul (no epilogue)"},
     {"Conv", R"(func @main(%x: f32[2,3,9,9], %w: f32[4,3,3,3]) -> f32[2,4,9,9] {
   %y = conv2d %x, %w {pads = [1, 1, 1, 1]}
   return %y
@@ -305,6 +318,39 @@ TEST(Onednn, ConstantWeightsArePackedOnce) {
     });
     EXPECT_TRUE(packed || readInPlace) << "the weights were neither packed nor read in place: " << text.substr(0, 60);
   }
+}
+
+// Where oneDNN has no bf16 matmul (2.6 without AVX-512), a bf16 one runs as the f32 matmul between
+// conversions: A and the bias widened each run, constant weights widened once (packed), C
+// rounded back; a second run reuses the kept f32 scratch. Results are the interpreter's either way.
+TEST(Onednn, Bf16MatmulsRunInF32WhereOnednnHasNoBf16Kernel) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
+#endif
+  std::string text = fmt::format(R"(func @main(%x: bf16[32,48], %b: bf16[32]) -> bf16[32,32] {{
+  %w = constant {} : bf16[48,32]
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %y = relu %a
+  return %y
+}})", literal({48, 32}));
+  bool native = false, widened = false;
+  checkLibraryCalls(text, [&](const OnednnCall& call) {
+    std::vector<std::string> steps = call.primitives();
+    ASSERT_FALSE(steps.empty());
+    if (steps.size() == 1) {
+      native = steps[0].starts_with("matmul:");
+      return;
+    }
+    ASSERT_EQ(steps.size(), 4u) << "x and the bias widened, the matmul, its result rounded";
+    EXPECT_EQ(steps[0], "convert:bf16 to f32");
+    EXPECT_EQ(steps[1], "convert:bf16 to f32");
+    EXPECT_TRUE(steps[2].starts_with("matmul:")) << steps[2];
+    EXPECT_EQ(steps[3], "convert:f32 to bf16");
+    EXPECT_EQ(call.packedBytes(), 48u * 32u * 4u) << "the constant weights, widened once";
+    widened = true;
+  }, /*runs=*/2);
+  EXPECT_TRUE(native || widened);
 }
 
 // B's rows a multiple of 2 KiB apart, A of a few hundred rows: where oneDNN's matmul is its
