@@ -446,6 +446,65 @@ void emitBandLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, i
   emitRowLoops(b, tailBegin, end, rowLength, {}, target, exit, body);
 }
 
+// [begin, end) of a part whose transpose moves a short innermost input axis (ItemPart::movedExtent,
+// `extent` elements, neighbours along it `stride` output elements apart), in the input's order.
+// The items come in units of `extent` output rows that one run of input rows feeds, cut into
+// blocks of columns (movedAxisBlock) so that a thread's chunk holds whole ones: item p is column
+// c of output row t of unit u, p = (u * extent + t) * block + c. A unit goes column by column,
+// each column's `extent` elements in a loop of constant trips, which LLVM unrolls: the vectoriser
+// then widens the loop over columns into interleaved loads of the input rows and one contiguous
+// store per output row. Items before the first whole unit and after the last go one at a time.
+// Ends branching to `exit`.
+int64_t movedAxisBlock(int64_t rowLength) {
+  constexpr int64_t kMost = 4096, kLeast = 256;
+  if (rowLength <= kMost) return rowLength;
+  for (int64_t block = kMost; block >= kLeast; --block)
+    if (rowLength % block == 0) return block;
+  return rowLength;
+}
+void emitMovedAxisLoops(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, int64_t rowLength, int64_t extent,
+                        int64_t stride, llvm::BasicBlock* exit,
+                        const std::function<void(llvm::Value* item, llvm::Value* column)>& body) {
+  auto i64 = [&b](int64_t v) { return b.getInt64(static_cast<uint64_t>(v)); };
+  const int64_t block = movedAxisBlock(rowLength), unit = extent * block;
+  const int64_t blocksPerRow = rowLength / block, rows = stride / rowLength;
+  // Unit u's first output element (its row t = 0, its block's first column) and first column.
+  auto unitStart = [&](llvm::Value* u) {
+    llvm::Value* blockInRow = b.CreateURem(u, i64(blocksPerRow));
+    llvm::Value* rowsBefore = b.CreateUDiv(u, i64(blocksPerRow));
+    llvm::Value* row = b.CreateURem(rowsBefore, i64(rows));
+    llvm::Value* outer = b.CreateUDiv(rowsBefore, i64(rows));
+    llvm::Value* column = b.CreateMul(blockInRow, i64(block));
+    llvm::Value* first = b.CreateAdd(b.CreateMul(outer, i64(extent * stride)), b.CreateAdd(b.CreateMul(row, i64(rowLength)), column));
+    return std::pair{first, column};
+  };
+  auto one = [&](llvm::Value* p) {
+    auto [first, column] = unitStart(b.CreateUDiv(p, i64(unit)));
+    llvm::Value* within = b.CreateURem(p, i64(unit));
+    llvm::Value* t = b.CreateUDiv(within, i64(block));
+    llvm::Value* c = b.CreateURem(within, i64(block));
+    body(b.CreateAdd(b.CreateAdd(first, b.CreateMul(t, i64(stride))), c), b.CreateAdd(column, c));
+  };
+  llvm::Value* nonEmpty = b.CreateICmpSLT(begin, end);
+  llvm::Value* firstUnit = b.CreateUDiv(b.CreateAdd(begin, i64(unit - 1)), i64(unit));
+  llvm::Value* lastUnit = b.CreateSelect(nonEmpty, b.CreateSDiv(end, i64(unit)), firstUnit);
+  llvm::Value* whole = b.CreateAnd(nonEmpty, b.CreateICmpSLT(firstUnit, lastUnit));
+  llvm::Value* headEnd = b.CreateSelect(whole, b.CreateMul(firstUnit, i64(unit)), end);
+  llvm::Value* tailBegin = b.CreateSelect(whole, b.CreateMul(lastUnit, i64(unit)), end);
+  emitCountedLoop(b, begin, headEnd, "moved.head", one);
+  emitCountedLoop(b, firstUnit, b.CreateSelect(whole, lastUnit, firstUnit), "moved.unit", [&](llvm::Value* u) {
+    auto [first, firstColumn] = unitStart(u);
+    emitCountedLoop(b, i64(0), i64(block), "moved.column", [&](llvm::Value* c) {
+      llvm::Value* column = b.CreateAdd(firstColumn, c, "column", true, true);
+      emitCountedLoop(b, i64(0), i64(extent), "moved.row", [&](llvm::Value* t) {
+        body(b.CreateAdd(b.CreateAdd(first, b.CreateMul(t, i64(stride))), c, "i", true, true), column);
+      });
+    });
+  });
+  emitCountedLoop(b, tailBegin, end, "moved.tail", one);
+  b.CreateBr(exit);
+}
+
 // for (i = begin; i < end; ++i) body(i), then to `exit`.
 void emitFlatLoop(llvm::IRBuilder<>& b, llvm::Value* begin, llvm::Value* end, llvm::BasicBlock* exit,
                   const std::function<void(llvm::Value* item)>& body) {
@@ -521,7 +580,9 @@ llvm::Function* CpuTarget::emitKernel(llvm::Module& module, const std::string& n
         auto partBody = [&](llvm::Value* item, llvm::Value* column) {
           body(b, buffers, status, item, b.getInt64(0), column, part);
         };
-        if (parts[p].rowLength > 1 && parts[p].transposed)
+        if (parts[p].rowLength > 1 && parts[p].movedExtent > 1)
+          emitMovedAxisLoops(b, lo, hi, parts[p].rowLength, parts[p].movedExtent, parts[p].movedStride, after, partBody);
+        else if (parts[p].rowLength > 1 && parts[p].transposed)
           emitBandLoops(b, lo, hi, parts[p].rowLength, *this, after, partBody);
         else if (parts[p].rowLength > 1)
           emitRowLoops(b, lo, hi, parts[p].rowLength, parts[p].columnBreaks, *this, after, partBody);

@@ -137,6 +137,23 @@ int64_t loopRowLength(const KernelGroup& group, const Segment& segment) {
   return numElements(Shape(shape.begin() + first, shape.end()));
 }
 
+std::optional<MovedAxis> movedShortAxisOf(const KernelGroup& group, const Segment& segment) {
+  const Shape& shape = segment.shape;
+  const auto rank = static_cast<int64_t>(shape.size());
+  if (group.kind != KernelKind::Loop || rank < 2 || !readsTransposed(group, shape)) return std::nullopt;
+  std::optional<int64_t> to;  // the output dim the input's innermost axis lands on
+  for (const Op* op : group.ops) {
+    if (!movesInnermostAxis(*op) || op->result()->type().shape != shape) continue;
+    std::vector<int64_t> perm = op->intsAttr("perm");
+    auto lands = std::find(perm.begin(), perm.end(), rank - 1) - perm.begin();
+    if (perm.back() != rank - 2 || (to && *to != lands)) return std::nullopt;
+    to = lands;
+  }
+  int64_t extent = shape[static_cast<size_t>(*to)];
+  if (extent < 2 || extent > kMaxMovedExtent) return std::nullopt;
+  return MovedAxis{extent, numElements(Shape(shape.begin() + *to + 1, shape.end()))};
+}
+
 int64_t windowColumnsOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
   return target.loopsPoolWindows() && loopsByPart(group, target) ? poolWindowColumns(group, segment) : 1;
 }
@@ -206,11 +223,13 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
       for (const Segment& s : group->segments) {
         columns.push_back(columnTilesOf(*group, s, target));
         int64_t k = windowColumnsOf(*group, s, target);
-        if (columns.back()) parts.push_back({columns.back()->items(), 0, false, 1, {}});
-        else if (k > 1) parts.push_back({numElements(s.shape) / k, s.shape.back() / k, false, k, {}});
-        else
+        if (columns.back()) parts.push_back({columns.back()->items(), 0, false, 1, 0, 0, {}});
+        else if (k > 1) parts.push_back({numElements(s.shape) / k, s.shape.back() / k, false, k, 0, 0, {}});
+        else {
+          std::optional<MovedAxis> moved = movedShortAxisOf(*group, s);
           parts.push_back({numElements(s.shape), loopRowLength(*group, s), readsTransposed(*group, s.shape), 1,
-                           columnBreaksOf(*group, s)});
+                           moved ? moved->extent : 0, moved ? moved->stride : 0, columnBreaksOf(*group, s)});
+        }
       }
     llvm::Function* kernel = target.emitKernel(
         module, group->name, alignments, numWorkItems(*group, target), lanesPerItem(*group, target), parts,

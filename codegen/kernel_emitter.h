@@ -5,6 +5,7 @@
 
 #include <llvm/IR/Module.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,20 @@ std::vector<int64_t> columnBreaksOf(const KernelGroup& group, const Segment& seg
 // runs in rows of 3136: in rows of 56, each row's vector loop left 24 scalar iterations whose
 // stores landed on the lines of its streaming ones (11.2 ms; 1.1 ms as f32[2048,3136]).
 int64_t loopRowLength(const KernelGroup& group, const Segment& segment);
+
+// A transposed segment whose transposes all move the input's innermost axis, of at most
+// kMaxMovedExtent elements, to the same output dim, and make the output's innermost axis of the
+// input's next one (an image's channels moved first, [H,W,3] -> [3,H,W]; [N,3] -> [3,N]):
+// {that axis's extent, the output elements between neighbours along it}. Each input row of a few
+// elements then feeds as many output rows; the CPU loops over them in the input's order
+// (ItemPart::movedExtent). In bands of output rows, one column at a time, every such input row
+// was read once per output row it feeds ([1024,1024,3] -> [3,1024,1024] f32: 10.6 ms, jax.jit
+// 0.9).
+inline constexpr int64_t kMaxMovedExtent = 4;
+struct MovedAxis {
+  int64_t extent = 0, stride = 0;
+};
+std::optional<MovedAxis> movedShortAxisOf(const KernelGroup& group, const Segment& segment);
 
 // The work items of `group`'s kernel on `target`: rows, tiles, or groups of elementsPerItem() elements.
 // The runtime launches (CPU: splits) exactly this many.

@@ -46,15 +46,18 @@ std::string cpuStrategy(const KernelGroup& group) {
   if (registerTransposeTile(group))
     return std::to_string(kTile) + "x" + std::to_string(kTile) + " tiles, " + std::to_string(kRegisterBlock) + "x" +
            std::to_string(kRegisterBlock) + " blocks transposed in registers";
-  std::string segments, windows;
+  std::string segments, walks;  // column tiles; pool windows and moved axes
   for (const Segment& s : group.segments) {
     if (auto tiles = columnTiles(group, s))
       segments += (segments.empty() ? "" : " and ") + shapeStr(s.shape) + " in tiles of " + std::to_string(tiles->tile) + " columns";
     else if (int64_t k = poolWindowColumns(group, s); k > 1)
-      windows += (windows.empty() ? "" : " and ") + shapeStr(s.shape) + " in windows of " + std::to_string(k) + " columns";
+      walks += (walks.empty() ? "" : " and ") + shapeStr(s.shape) + " in windows of " + std::to_string(k) + " columns";
+    else if (auto moved = movedShortAxisOf(group, s))
+      walks += (walks.empty() ? "" : " and ") + shapeStr(s.shape) + " in the input's order, " +
+                 std::to_string(moved->extent) + " rows at a time";
   }
   if (!segments.empty()) segments = "column reductions " + segments;
-  return segments + (segments.empty() || windows.empty() ? "" : ", ") + windows;
+  return segments + (segments.empty() || walks.empty() ? "" : ", ") + walks;
 }
 
 double flopsOf(const KernelGroup& group) {

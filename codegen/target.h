@@ -42,6 +42,10 @@ struct ItemPart {
   // Elements per item, side by side in a row (windowColumnsOf in kernel_emitter.h): `items` and
   // `rowLength` count items, and a row holds rowLength * columnsPerItem elements.
   int64_t columnsPerItem = 1;
+  // Where the transpose moves an input's innermost axis of a few elements (movedShortAxisOf in
+  // kernel_emitter.h): its extent, and how many elements apart the output holds neighbours along
+  // it (0: no such axis). The CPU then numbers the part's items in the input's order.
+  int64_t movedExtent = 0, movedStride = 0;
   // Columns where the code's course changes along a row (columnBreaksOf in kernel_emitter.h: a
   // pad's or a concat's edges on the innermost axis), ascending, inside (0, rowLength). The CPU
   // loops over each run of columns between them separately.

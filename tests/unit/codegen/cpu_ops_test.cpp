@@ -1,5 +1,6 @@
 // Differential tests, CPU backend vs interpreter: reductions, normalisations, matmul, layout ops,
 // gather, convolution, pooling, batch norm and cross entropy, on several shapes and dtypes.
+#include <optional>
 #include <regex>
 
 #include "codegen/kernel_emitter.h"
@@ -222,6 +223,49 @@ TEST(CpuOps, TransposesToShortRows) {
 )");
   ASSERT_TRUE(fused);
   expectSameAsInterpreter(*fused->entry());
+}
+
+// Transposes that move an input's innermost axis of 2-4 elements out, whose output's innermost
+// axis is the input's next one, loop in the input's order (codegen/kernel_emitter.h,
+// movedShortAxisOf): [N,3] -> [3,N], an image's channels moved first or to axis 1, every number
+// type; rows longer than a block of columns (4099 * 2 has no divisor in [256, 4096]: one block
+// per row) and chunks of work that start and end mid-unit; elementwise work fused in.
+TEST(CpuOps, TransposesOfAShortInnermostAxisGoInTheInputsOrder) {
+  std::vector<std::optional<codegen::MovedAxis>> moved;
+  for (const char* text : {"func @main(%x: f32[1001,3]) -> f32[3,1001] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n",
+                           "func @main(%x: f32[2,9,11,4]) -> f32[2,4,9,11] {\n  %t = transpose %x {perm = [0, 3, 1, 2]}\n  return %t\n}\n",
+                           "func @main(%x: f32[1001,6]) -> f32[6,1001] {\n  %t = transpose %x {perm = [1, 0]}\n  return %t\n}\n",
+                           "func @main(%x: f32[9,11,3]) -> f32[3,11,9] {\n  %t = transpose %x {perm = [2, 1, 0]}\n  return %t\n}\n"}) {
+    auto m = parseOrFail(text);
+    ASSERT_TRUE(m);
+    auto plan = codegen::planFunction(*m->entry());
+    const codegen::KernelGroup& group = *plan->allGroups().at(0);
+    moved.push_back(codegen::movedShortAxisOf(group, group.segments.at(0)));
+  }
+  ASSERT_TRUE(moved[0] && moved[1]);
+  EXPECT_EQ(moved[0]->extent, 3);
+  EXPECT_EQ(moved[0]->stride, 1001);
+  EXPECT_EQ(moved[1]->extent, 4);
+  EXPECT_EQ(moved[1]->stride, 99);
+  EXPECT_FALSE(moved[2]) << "6 elements: bands of rows";
+  EXPECT_FALSE(moved[3]) << "the output's rows come from the input's outermost axis";
+  for (const char* t : kAllTypes) {
+    std::string T = t;
+    check("%x: " + T + "[1001,3]", "transpose %x {perm = [1, 0]}");
+    check("%x: " + T + "[5,37,41,3]", "transpose %x {perm = [0, 3, 1, 2]}");
+  }
+  check("%x: f32[64,64,2]", "transpose %x {perm = [2, 0, 1]}");
+  check("%x: f16[3,8198,4]", "transpose %x {perm = [0, 2, 1]}");
+  check("%x: f32[135168,3]", "transpose %x {perm = [1, 0]}");  // units of 3 x 4096 columns
+  check("%x: f32[131071,3]", "transpose %x {perm = [1, 0]}");  // a prime: one block per row
+  check("%x: f64[2,4,9000,3]", "transpose %x {perm = [3, 0, 1, 2]}");
+  checkWithSpecials(R"(func @main(%x: f32[96,101,3], %m: f32[3,1,1]) -> f32[3,96,101] {
+  %t = transpose %x {perm = [2, 0, 1]}
+  %s = sub %t, %m
+  %y = relu %s
+  return %y
+}
+)");
 }
 
 // A row through a pad or a concat along the innermost axis loops over each run of columns
