@@ -247,7 +247,10 @@ llvm::Value* ElementEmitter::accumulateRun(const Accumulation& acc, llvm::Value*
     lanes /= 2;
     if (count < 2 * lanes) return total;
   }
-  setLoopHints(lastLoopLatch(), lanes, target_.loopInterleave(count, mathBefore));
+  int interleave = target_.loopInterleave(count, mathBefore);
+  bool shortLoop = count <= kMaxFullyUnrolledTrips;
+  if (shortLoop && interleave == 0) interleave = shortLoopInterleave(count, lanes);
+  setLoopHints(lastLoopLatch(), lanes, interleave, /*rolledUntilVectorised=*/shortLoop);
   return total;
 }
 

@@ -13,15 +13,24 @@ namespace {
 // interleaving gained nothing measurable there (EfficientNet-B0's SiLU over rows of 96 f32:
 // 0.58-0.62 ms either way) and only added code to compile.
 constexpr int64_t kMinVectors = 16;
+
+// 4 or 2 where that many divide `vectors`, else `otherwise`.
+int wholeGroups(int64_t vectors, int otherwise) {
+  for (int k : {4, 2})
+    if (vectors >= k && vectors % k == 0) return k;
+  return otherwise;
+}
+
 }  // namespace
 
 int interleaveCount(int64_t trips, int lanes) {
   if (lanes <= 0 || trips <= 0) return 0;
   int64_t vectors = trips / lanes;  // whole vectors; what is left runs one element at a time anyway
-  if (vectors < kMinVectors) return 0;
-  for (int k : {4, 2})
-    if (vectors >= k && vectors % k == 0) return k;
-  return 0;
+  return vectors < kMinVectors ? 0 : wholeGroups(vectors, 0);
+}
+
+int shortLoopInterleave(int64_t trips, int lanes) {
+  return lanes <= 0 || trips <= 0 ? 1 : wholeGroups(trips / lanes, 1);
 }
 
 namespace {
@@ -36,7 +45,7 @@ void setLoopId(llvm::Instruction* latch, std::vector<llvm::Metadata*> hints) {
 
 }  // namespace
 
-void setLoopHints(llvm::Instruction* latch, int width, int interleave) {
+void setLoopHints(llvm::Instruction* latch, int width, int interleave, bool rolledUntilVectorised) {
   if (width <= 0 && interleave <= 0) return;
   llvm::LLVMContext& c = latch->getContext();
   auto hint = [&c](const char* name, llvm::Constant* value) -> llvm::Metadata* {
@@ -47,10 +56,10 @@ void setLoopHints(llvm::Instruction* latch, int width, int interleave) {
   if (width > 0) {
     hints.push_back(hint("llvm.loop.vectorize.width", llvm::ConstantInt::get(i32, static_cast<uint64_t>(width))));
     hints.push_back(hint("llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
-    // LLVM fully unrolls loops of a few constant trips before the vectoriser sees them, and
-    // does not vectorise what is left: a row of 64 f32 summed as 64 dependent scalar adds.
-    // So the loop stays rolled until the vectoriser has run, and the loops it makes (the
-    // vector loop and the remainder) carry only its "done" mark, free to be unrolled then.
+  }
+  if (width > 0 && rolledUntilVectorised) {
+    // The loops the vectoriser makes (the vector loop and the remainder) carry only its "done"
+    // mark, free to be unrolled then.
     llvm::Metadata* vectorised = hint("llvm.loop.isvectorized", llvm::ConstantInt::get(i32, 1));
     hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")}));
     for (const char* followup : {"llvm.loop.vectorize.followup_vectorized", "llvm.loop.vectorize.followup_epilogue"})

@@ -24,10 +24,23 @@ namespace kiln::codegen {
 // 0.45-0.49 to 0.72-1.10 s for no gain in its run.
 int interleaveCount(int64_t trips, int lanes);
 
+// Loops of at most this many constant trips LLVM may unroll whole before the loop vectoriser sees
+// them, and it vectorises nothing of what is left: a row of 64 f32 summed as 64 dependent scalar
+// double adds (a layer norm over f32[65536,64] 2.6-3.4 ms; kept rolled, 1.3 ms). Such a loop
+// stays rolled until the vectoriser has run (setLoopHints' rolledUntilVectorised). Longer loops
+// keep LLVM's own unrolling and interleaving, which unroll.disable would also turn off (a sum of
+// f32[4096,1024] in 32 rows: 0.28 -> 0.51 ms, one chain of vector adds instead of four).
+inline constexpr int64_t kMaxFullyUnrolledTrips = 256;
+
+// The interleave count for such a short loop of `trips` widened to vectors of `lanes`: 4 or 2
+// where that many divide its whole vectors, else 1. (With unroll.disable and no count, LLVM takes
+// 1: one chain of dependent vector adds.)
+int shortLoopInterleave(int64_t trips, int lanes);
+
 // Marks the loop whose latch branch is `latch` with a vector width (0: none; else also
-// vectorize.enable, and no unrolling until the vectoriser has run: loop_hints.cpp says why) and an
-// interleave count (0: none). Nothing where both are 0.
-void setLoopHints(llvm::Instruction* latch, int width, int interleave);
+// vectorize.enable, and, where `rolledUntilVectorised`, no unrolling until the vectoriser has
+// run) and an interleave count (0: none). Nothing where both are 0.
+void setLoopHints(llvm::Instruction* latch, int width, int interleave, bool rolledUntilVectorised = false);
 
 // Marks the loop whose latch branch is `latch` never to be unrolled (llvm.loop.unroll.disable):
 // for outer loops of a few constant trips around a big body, which LLVM's full unrolling copies
