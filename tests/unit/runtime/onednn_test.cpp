@@ -102,14 +102,14 @@ const Case kCases[] = {
   return %e
 })",
      "oneDNN matmul (epilogue bias+relu)"},
-    {"Bf16TransposedOperands", R"(func @main(%a: bf16[40,36], %b: bf16[24,40], %bias: bf16[24]) -> bf16[36,24] {
-  %at = transpose %a {perm = [1, 0]}
-  %bt = transpose %b {perm = [1, 0]}
+    {"Bf16BatchedTransposedGelu", R"(func @main(%a: bf16[2,40,36], %b: bf16[2,24,40], %bias: bf16[24]) -> bf16[2,36,24] {
+  %at = transpose %a {perm = [0, 2, 1]}
+  %bt = transpose %b {perm = [0, 2, 1]}
   %c = matmul %at, %bt
   %d = add %c, %bias
-  %e = relu %d
+  %e = gelu %d {approximate = "tanh"}
   return %e
-})", "oneDNN matmul of A^T and B^T (epilogue bias+relu)"},
+})", "oneDNN matmul of A^T and B^T (epilogue bias+gelu)"},
     {"Bf16BroadcastInput", R"(func @main(%a: bf16[6,32], %b: bf16[2,3,32,30]) -> bf16[2,3,6,30] {
   %c = matmul %a, %b
   return %c
