@@ -17,7 +17,9 @@ bool isReduce(OpKind kind) {
     case OpKind::ReduceMean:
     case OpKind::ReduceMax:
     case OpKind::ReduceMin:
-    case OpKind::ReduceProd: return true;
+    case OpKind::ReduceProd:
+    case OpKind::Argmax:
+    case OpKind::Argmin: return true;
     default: return false;
   }
 }

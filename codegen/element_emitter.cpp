@@ -494,9 +494,42 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
   // One accumulator array per reduction, in the kernel's entry block (a fixed stack slot).
   llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
   llvm::IRBuilder<> atEntry(&entry, entry.begin());
-  std::vector<std::pair<Accumulation, llvm::Value*>> sums;
+  // Per reduction, its value at column q of the tile once the walk is done.
+  std::vector<std::function<llvm::Value*(llvm::Value* q)>> results;
   for (const Op* op : tiles.reductions) {
     ReducedAxes reduced = reducedAxesOf(*op);
+    int rank = op->operand(0)->type().rank();
+    if (op->kind() == OpKind::Argmax || op->kind() == OpKind::Argmin) {
+      // Each column's best key and its index, walking the axis in order: a strictly better key
+      // takes over, so the first occurrence (and the first NaN) stays.
+      ArgKeys keys = argKeysFor(*this, *op);
+      llvm::Type* indexType = reduced.count <= INT32_MAX ? b.getInt32Ty() : b.getInt64Ty();
+      llvm::Value* best = atEntry.CreateAlloca(keys.keyType, i64(tiles.tile), "column.best");
+      llvm::Value* at = atEntry.CreateAlloca(indexType, i64(tiles.tile), "column.index");
+      auto bestOf = [&](llvm::Value* q) { return b.CreateInBoundsGEP(keys.keyType, best, q); };
+      auto atOf = [&](llvm::Value* q) { return b.CreateInBoundsGEP(indexType, at, q); };
+      loop(count, {}, [&](llvm::Value* q, const Values&) {
+        b.CreateStore(keys.worst, bestOf(q));
+        b.CreateStore(llvm::ConstantInt::get(indexType, 0), atOf(q));
+        return Values{};
+      });
+      loop(reduced.count, {}, [&](llvm::Value* k, const Values&) {
+        llvm::Value* kIndex = b.CreateTrunc(k, indexType);
+        loop(count, {}, [&](llvm::Value* q, const Values&) {
+          llvm::Value* key = keys.key(emit(op->operand(0), reducedSource(indexAt(q), reduced, {k}, rank)));
+          llvm::Value* so = b.CreateLoad(keys.keyType, bestOf(q));
+          llvm::Value* better = keys.beats(key, so);
+          b.CreateStore(b.CreateSelect(better, key, so), bestOf(q));
+          b.CreateStore(b.CreateSelect(better, kIndex, b.CreateLoad(indexType, atOf(q))), atOf(q));
+          return Values{};
+        });
+        return Values{};
+      });
+      results.push_back([this, at, indexType](llvm::Value* q) {
+        return b.CreateZExt(b.CreateLoad(indexType, b.CreateInBoundsGEP(indexType, at, q)), b.getInt64Ty());
+      });
+      continue;
+    }
     Accumulation acc = accumulationFor(*this, *op, reduced.count);
     llvm::Type* type = acc.init->getType();
     llvm::Value* array = atEntry.CreateAlloca(type, i64(tiles.tile), "column.sums");
@@ -505,7 +538,6 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
       b.CreateStore(acc.init, slot(q));
       return Values{};
     });
-    int rank = op->operand(0)->type().rank();
     loopNest(reduced.extents, {}, [&](const Index& ivs, const Values&) {
       loop(count, {}, [&](llvm::Value* q, const Values&) {
         llvm::Value* x = emit(op->operand(0), reducedSource(indexAt(q), reduced, ivs, rank));
@@ -514,16 +546,14 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
       });
       return Values{};
     });
-    sums.push_back({acc, array});
+    DType t = op->result()->type().dtype;
+    results.push_back([this, acc, type, array, t](llvm::Value* q) {
+      return roundTo(acc.finish(b.CreateLoad(type, b.CreateInBoundsGEP(type, array, q))), t);
+    });
   }
   loop(count, {}, [&](llvm::Value* q, const Values&) {
     Index index = indexAt(q);
-    for (size_t r = 0; r < sums.size(); ++r) {
-      const auto& [acc, array] = sums[r];
-      llvm::Value* total = b.CreateLoad(acc.init->getType(), b.CreateInBoundsGEP(acc.init->getType(), array, q));
-      const Value* v = tiles.reductions[r]->result();
-      preloaded_.push_back({{v, index}, roundTo(acc.finish(total), v->type().dtype)});
-    }
+    for (size_t r = 0; r < results.size(); ++r) preloaded_.push_back({{tiles.reductions[r]->result(), index}, results[r](q)});
     storeElement(segment, index, b.CreateAdd(b.CreateMul(row, i64(tiles.columns)), index.back()));
     preloaded_.clear();
     return Values{};

@@ -338,6 +338,18 @@ Index reducedSource(const Index& index, const ReducedAxes& reduced, const Index&
 // index is known to be above a's (a sequential scan from element 0), so a tie never moves.
 Values argCandidate(ElementEmitter& e, const Op& op, llvm::Value* k, llvm::Value* x);
 Values argIdentity(ElementEmitter& e, const Op& op, int64_t n);
+// argmax/argmin on the CPU by keys the loop vectoriser widens (emit_reduction.cpp): each element's
+// key (floats: orderedKey of x + 0, so -0 and +0 tie, NaN the extreme; ints: their value, unsigned
+// as unsigned), the key every element ties or beats, the intrinsic that keeps the better of two,
+// and whether `key` strictly beats `best`.
+struct ArgKeys {
+  llvm::Type* keyType = nullptr;  // i32 for f32, f16 and bf16; i64 for f64 and ints
+  std::function<llvm::Value*(llvm::Value* x)> key;
+  llvm::Value* worst = nullptr;
+  llvm::Intrinsic::ID extreme = llvm::Intrinsic::not_intrinsic;
+  std::function<llvm::Value*(llvm::Value* key, llvm::Value* best)> beats;
+};
+ArgKeys argKeysFor(ElementEmitter& e, const Op& op);
 Values argBetter(ElementEmitter& e, const Op& op, const Values& a, const Values& c, bool later = false);
 // Helpers shared by the families.
 std::optional<std::vector<int64_t>> optionalIntsAttr(const Op& op, std::string_view name);

@@ -13,6 +13,11 @@ namespace kiln::codegen {
 
 ReducedAxes reducedAxesOf(const Op& reduce) {
   const TensorType& xt = reduce.operand(0)->type();
+  if (reduce.kind() == OpKind::Argmax || reduce.kind() == OpKind::Argmin) {
+    int axis = *normalizeAxis(reduce.intAttr("axis"), xt.rank());
+    int64_t n = xt.shape[static_cast<size_t>(axis)];
+    return {{axis}, reduce.attr("keepdims").getBool(), {n}, n};
+  }
   auto axes = reductionAxes(optionalIntsAttr(reduce, "axes"), xt.rank());
   KILN_INTERNAL_CHECK(axes.ok(), "reduce: axes were not verified");
   ReducedAxes r{*axes, reduce.attr("keepdims").getBool(), {}, 1};
@@ -220,6 +225,35 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
   return acc.finish(total[0]);
 }
 
+}  // namespace
+
+ArgKeys argKeysFor(ElementEmitter& e, const Op& op) {
+  auto& b = e.b;
+  DType t = op.operand(0)->type().dtype;
+  bool isMax = op.kind() == OpKind::Argmax;
+  bool isUnsignedInt = isUnsigned(t);
+  ArgKeys keys;
+  keys.keyType = t == DType::F64 || isInt(t) ? b.getInt64Ty() : b.getInt32Ty();
+  llvm::Type* keyType = keys.keyType;
+  keys.key = [&e, t, isMax, keyType](llvm::Value* x) -> llvm::Value* {
+    auto& b = e.b;
+    if (isInt(t)) return e.toI64(x, t);
+    llvm::Value* f = b.CreateFPCast(x, t == DType::F64 ? b.getDoubleTy() : b.getFloatTy());
+    return orderedKey(e, b.CreateFAdd(f, llvm::ConstantFP::get(f->getType(), 0.0)), extremeKey(keyType, isMax));
+  };
+  keys.extreme = isMax ? (isUnsignedInt ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
+                       : (isUnsignedInt ? llvm::Intrinsic::umin : llvm::Intrinsic::smin);
+  keys.worst = isUnsignedInt ? llvm::ConstantInt::get(keyType, isMax ? 0 : UINT64_MAX) : extremeKey(keyType, !isMax);
+  keys.beats = [&e, isMax, isUnsignedInt](llvm::Value* key, llvm::Value* best) -> llvm::Value* {
+    auto& b = e.b;
+    if (isMax) return isUnsignedInt ? b.CreateICmpUGT(key, best) : b.CreateICmpSGT(key, best);
+    return isUnsignedInt ? b.CreateICmpULT(key, best) : b.CreateICmpSLT(key, best);
+  };
+  return keys;
+}
+
+namespace {
+
 // argReduce on the CPU along the innermost axis, in two passes the loop vectoriser widens (the
 // one-pass scan's compare of {index, value} pairs it keeps scalar): the extreme element's key, as
 // a max or min reduction, then the first index whose element has that key, as a min reduction of
@@ -231,21 +265,11 @@ llvm::Value* reduce(ElementEmitter& e, const Op& op, const Index& index) {
 llvm::Value* argReduceInTwoPasses(ElementEmitter& e, const Op& op, const std::function<llvm::Value*(llvm::Value*)>& element,
                                   int64_t n) {
   auto& b = e.b;
-  DType t = op.operand(0)->type().dtype;
-  bool isMax = op.kind() == OpKind::Argmax;
-  bool isUnsignedInt = isUnsigned(t);
-  llvm::Type* keyType = t == DType::F64 || isInt(t) ? b.getInt64Ty() : b.getInt32Ty();
-  auto key = [&](llvm::Value* x) -> llvm::Value* {
-    if (isInt(t)) return e.toI64(x, t);
-    llvm::Value* f = b.CreateFPCast(x, t == DType::F64 ? b.getDoubleTy() : b.getFloatTy());
-    return orderedKey(e, b.CreateFAdd(f, llvm::ConstantFP::get(f->getType(), 0.0)), extremeKey(keyType, isMax));
-  };
-  llvm::Intrinsic::ID extreme = isMax ? (isUnsignedInt ? llvm::Intrinsic::umax : llvm::Intrinsic::smax)
-                                      : (isUnsignedInt ? llvm::Intrinsic::umin : llvm::Intrinsic::smin);
-  llvm::Value* worst = isUnsignedInt ? llvm::ConstantInt::get(keyType, isMax ? 0 : UINT64_MAX) : extremeKey(keyType, !isMax);
-  llvm::Value* best = e.loop(n, {worst}, [&](llvm::Value* k, const Values& c) {
-    return Values{b.CreateBinaryIntrinsic(extreme, c[0], key(element(k)))};
+  ArgKeys keys = argKeysFor(e, op);
+  llvm::Value* best = e.loop(n, {keys.worst}, [&](llvm::Value* k, const Values& c) {
+    return Values{b.CreateBinaryIntrinsic(keys.extreme, c[0], keys.key(element(k)))};
   })[0];
+  auto key = keys.key;
   // Indices in i32 where they fit, so the compares and the index vector are as wide as the keys'.
   llvm::Type* indexType = n <= INT32_MAX ? b.getInt32Ty() : b.getInt64Ty();
   llvm::Value* first = e.loop(n, {llvm::ConstantInt::get(indexType, n)}, [&](llvm::Value* k, const Values& c) {

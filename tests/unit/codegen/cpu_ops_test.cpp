@@ -96,6 +96,21 @@ TEST(CpuOps, ArgReductions) {
   return %i, %j
 }
 )");
+  // Down a strided axis in column tiles (column_reduction.h): axis 0 and a middle one, keepdims,
+  // columns that fill no whole tile, every number type, and fused work read again per column.
+  for (const char* op : {"argmax", "argmin"})
+    for (const char* t : kNumTypes) {
+      check(std::string("%x: ") + t + "[300,200]", std::string(op) + " %x {axis = 0}", {{}, 1, true});
+      check(std::string("%x: ") + t + "[3,70,37]", std::string(op) + " %x {axis = 1, keepdims = true}", {{}, 1, true});
+    }
+  checkWithSpecials(R"(func @main(%x: f32[500,300], %b: f32[300]) -> (i64[300], i64[1,300], f32[300]) {
+  %y = mul %x, %b
+  %i = argmax %y {axis = 0}
+  %j = argmin %y {axis = 0, keepdims = true}
+  %s = reduce_sum %y {axes = [0]}
+  return %i, %j, %s
+}
+)");
 }
 
 TEST(CpuOps, SoftmaxAndLayerNorm) {

@@ -136,13 +136,14 @@ void expectExactOn(const std::string& params, const std::string& opLine, const s
   EXPECT_EQ(test::compareTensors((*want)[0], (*got)[0], {}), "");
 }
 
-Tensor ints(DType t, const std::vector<int64_t>& values) {
-  Tensor x(TensorType{t, {static_cast<int64_t>(values.size())}});
+// `values` as a tensor of `shape` (default: 1-D).
+Tensor ints(DType t, const std::vector<int64_t>& values, Shape shape = {}) {
+  Tensor x(TensorType{t, shape.empty() ? Shape{static_cast<int64_t>(values.size())} : shape});
   for (size_t i = 0; i < values.size(); ++i) x.setInt(static_cast<int64_t>(i), values[i]);
   return x;
 }
-Tensor floats(DType t, const std::vector<double>& values) {
-  Tensor x(TensorType{t, {static_cast<int64_t>(values.size())}});
+Tensor floats(DType t, const std::vector<double>& values, Shape shape = {}) {
+  Tensor x(TensorType{t, shape.empty() ? Shape{static_cast<int64_t>(values.size())} : shape});
   for (size_t i = 0; i < values.size(); ++i) x.setDouble(static_cast<int64_t>(i), values[i]);
   return x;
 }
@@ -225,6 +226,23 @@ TEST(EmitNumerics, ArgReductionsFindTheFirstExtremeAcrossLanes) {
       values[4] = values[60] = 9, values[11] = values[43] = -2;
       if (t[0] == 'u') values[11] = values[43] = 1;
       expectExactOn(std::string("%a: ") + t + "[67]", std::string(op) + " %a", {ints(*parseDType(t), values)});
+      // Down the columns too (column tiles), each column the values rotated by its index.
+      std::vector<int64_t> columns;
+      for (size_t k = 0; k < values.size(); ++k)
+        for (size_t c = 0; c < 40; ++c) columns.push_back(values[(k + c) % values.size()]);
+      expectExactOn(std::string("%a: ") + t + "[67,40]", std::string(op) + " %a", {ints(*parseDType(t), columns, {67, 40})});
+    }
+  // Down the columns of a tile (column_reduction.h: each column's best key and index, the axis
+  // walked in order), each column a row above rotated by its index, so the ties, the zeros of
+  // either sign and the NaNs fall on other rows in each; 40 columns: a tile and a partial one.
+  for (const char* t : {"f32", "f64", "bf16"})
+    for (const auto& values : rows) {
+      std::vector<double> columns;
+      for (size_t k = 0; k < values.size(); ++k)
+        for (size_t c = 0; c < 40; ++c) columns.push_back(values[(k + c) % values.size()]);
+      for (const char* op : {"argmax", "argmin"})
+        expectExactOn(std::string("%a: ") + t + "[" + std::to_string(values.size()) + ",40]", std::string(op) + " %a",
+                      {floats(*parseDType(t), columns, {static_cast<int64_t>(values.size()), 40})});
     }
 }
 
