@@ -326,8 +326,10 @@ struct OnednnCall::State {
     // to bf16 once, after the epilogue, as cuBLASLt does on the GPU.
     if (call.dtype != DType::F32 && call.dtype != DType::BF16)
       return Error("oneDNN: kiln calls it for f32 and bf16 matmuls only");
-    if (call.dtype == DType::BF16 && !matmulIn(call, dnnl_bf16).ok()) return matmulThroughF32(call);
-    return matmulIn(call, call.dtype == DType::BF16 ? dnnl_bf16 : dnnl_f32);
+    if (call.dtype == DType::F32) return matmulIn(call, dnnl_f32);
+    // A bf16 primitive oneDNN cannot make fails before anything is added (PrimitiveDesc::create).
+    Status native = matmulIn(call, dnnl_bf16);
+    return native.ok() ? native : matmulThroughF32(call);
   }
 
   // A bf16 matmul on a host where oneDNN has no bf16 kernel (2.6 has none without AVX-512: the
