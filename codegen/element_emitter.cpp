@@ -248,9 +248,13 @@ llvm::Value* ElementEmitter::accumulateRun(const Accumulation& acc, llvm::Value*
     if (count < 2 * lanes) return total;
   }
   int interleave = target_.loopInterleave(count, mathBefore);
-  bool shortLoop = count <= kMaxFullyUnrolledTrips;
+  // Kept rolled only where the body is one block: a loop with a branch in it (a check that
+  // raises a kernel error) LLVM may not vectorise at all, and kept rolled it would only lose its
+  // full unrolling.
+  auto* latch = llvm::cast<llvm::BranchInst>(lastLoopLatch());
+  bool shortLoop = count <= kMaxFullyUnrolledTrips && latch->getSuccessor(0) == latch->getParent();
   if (shortLoop && interleave == 0) interleave = shortLoopInterleave(count, lanes);
-  setLoopHints(lastLoopLatch(), lanes, interleave, /*rolledUntilVectorised=*/shortLoop);
+  setLoopHints(latch, lanes, interleave, /*rolledUntilVectorised=*/shortLoop);
   return total;
 }
 

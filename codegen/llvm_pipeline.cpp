@@ -6,6 +6,8 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/Passes/PassBuilder.h>
 
 namespace kiln::codegen {
@@ -18,6 +20,16 @@ struct AfterVectoriserPass : llvm::PassInfoMixin<AfterVectoriserPass> {
     inlineLateFunctions(module);
     streamStores(module);
     return llvm::PreservedAnalyses::none();
+  }
+};
+
+// Drops the optimisers' reports (remarks, and "loop not vectorized" warnings where a loop kiln
+// hinted a vector width for could not be widened: a sum whose row has a branch in it); LLVM's
+// default handler printed them on the stderr of every program that compiled such a kernel.
+// Everything else still reaches it.
+struct QuietOptimizers : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    return llvm::isa<llvm::DiagnosticInfoOptimizationBase>(info);
   }
 };
 }  // namespace
@@ -43,6 +55,7 @@ void runO3(llvm::Module& module, llvm::TargetMachine& tm, const PipelineSettings
       [](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) { mpm.addPass(AfterVectoriserPass()); });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   keepLateFunctions(module);
+  module.getContext().setDiagnosticHandler(std::make_unique<QuietOptimizers>());
   mpm.run(module, mam);
 }
 
