@@ -151,12 +151,13 @@ Index ElementEmitter::delinearize(llvm::Value* linear, const Shape& shape) {
     // The row's dims (loopRowLength: the last, or several trailing ones) come from the column;
     // a value that spans them all reads at the column again (LLVM folds the divisions away).
     size_t rowDims = 0;
-    for (int64_t length = 1; rowDims < shape.size() && length < itemRowLength_;) length *= shape[shape.size() - ++rowDims];
-    if (rowDims > 0 && numElements(Shape(shape.end() - static_cast<ptrdiff_t>(rowDims), shape.end())) == itemRowLength_) {
-      Shape rows(shape.begin(), shape.end() - static_cast<ptrdiff_t>(rowDims));
+    int64_t length = 1;
+    while (rowDims < shape.size() && length < itemRowLength_) length *= shape[shape.size() - ++rowDims];
+    if (rowDims > 0 && length == itemRowLength_) {
+      auto split = shape.end() - static_cast<ptrdiff_t>(rowDims);
       llvm::Value* rowStart = b.CreateSub(linear, itemColumn_, "row.start", true, true);
-      Index index = delinearize(b.CreateUDiv(rowStart, i64(itemRowLength_), "row", /*isExact=*/true), rows);
-      Index columns = rowDims == 1 ? Index{itemColumn_} : delinearize(itemColumn_, Shape(shape.end() - static_cast<ptrdiff_t>(rowDims), shape.end()));
+      Index index = delinearize(b.CreateUDiv(rowStart, i64(itemRowLength_), "row", /*isExact=*/true), Shape(shape.begin(), split));
+      Index columns = rowDims == 1 ? Index{itemColumn_} : delinearize(itemColumn_, Shape(split, shape.end()));
       index.insert(index.end(), columns.begin(), columns.end());
       return index;
     }
@@ -521,9 +522,9 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
         llvm::Value* kIndex = b.CreateTrunc(k, indexType);
         loop(count, {}, [&](llvm::Value* q, const Values&) {
           llvm::Value* key = keys.key(emit(op->operand(0), reducedSource(indexAt(q), reduced, {k}, rank)));
-          llvm::Value* so = b.CreateLoad(keys.keyType, bestOf(q));
-          llvm::Value* better = keys.beats(key, so);
-          b.CreateStore(b.CreateSelect(better, key, so), bestOf(q));
+          llvm::Value* held = b.CreateLoad(keys.keyType, bestOf(q));
+          llvm::Value* better = keys.beats(key, held);
+          b.CreateStore(b.CreateSelect(better, key, held), bestOf(q));
           b.CreateStore(b.CreateSelect(better, kIndex, b.CreateLoad(indexType, atOf(q))), atOf(q));
           return Values{};
         });

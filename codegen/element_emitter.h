@@ -327,7 +327,7 @@ struct ReducedAxes {
   Shape extents;
   int64_t count = 0;
 };
-ReducedAxes reducedAxesOf(const Op& reduce);
+ReducedAxes reducedAxesOf(const Op& reduce);  // a reduce_* op's, or argmax/argmin's one axis
 // The operand's index (of rank `rank`) that output element `index` combines at position `ivs` of
 // the reduced axes.
 Index reducedSource(const Index& index, const ReducedAxes& reduced, const Index& ivs, int rank);

@@ -269,11 +269,10 @@ llvm::Value* argReduceInTwoPasses(ElementEmitter& e, const Op& op, const std::fu
   llvm::Value* best = e.loop(n, {keys.worst}, [&](llvm::Value* k, const Values& c) {
     return Values{b.CreateBinaryIntrinsic(keys.extreme, c[0], keys.key(element(k)))};
   })[0];
-  auto key = keys.key;
   // Indices in i32 where they fit, so the compares and the index vector are as wide as the keys'.
   llvm::Type* indexType = n <= INT32_MAX ? b.getInt32Ty() : b.getInt64Ty();
   llvm::Value* first = e.loop(n, {llvm::ConstantInt::get(indexType, n)}, [&](llvm::Value* k, const Values& c) {
-    llvm::Value* match = b.CreateICmpEQ(key(element(k)), best);
+    llvm::Value* match = b.CreateICmpEQ(keys.key(element(k)), best);
     llvm::Value* candidate = b.CreateSelect(match, b.CreateTrunc(k, indexType), llvm::ConstantInt::get(indexType, n));
     return Values{b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, c[0], candidate)};
   })[0];
@@ -284,14 +283,13 @@ llvm::Value* argReduceInTwoPasses(ElementEmitter& e, const Op& op, const std::fu
 llvm::Value* argReduce(ElementEmitter& e, const Op& op, const Index& index) {
   const Value* x = op.operand(0);
   int rank = x->type().rank();
-  int axis = *normalizeAxis(op.intAttr("axis"), rank);
-  bool keepdims = op.attr("keepdims").getBool();
-  ReducedAxes reduced{{axis}, keepdims, {}, 0};
+  ReducedAxes reduced = reducedAxesOf(op);
   auto element = [&](llvm::Value* k) { return e.emit(x, reducedSource(index, reduced, {k}, rank)); };
-  int64_t n = x->type().shape[static_cast<size_t>(axis)];
+  int64_t n = reduced.count;
   // Along the innermost axis only: down a strided axis neither pass vectorises, and reading the
-  // elements twice made argmax over axis 0 of f32[1000,4096] 12.4 -> 31.4 ms.
-  if (e.target().reassociatesSums() && n > 1 && axis == rank - 1) return argReduceInTwoPasses(e, op, element, n);
+  // elements twice made argmax over axis 0 of f32[1000,4096] 12.4 -> 31.4 ms (column tiles take
+  // those where the CPU tiles them: emitColumnTileItem).
+  if (e.target().reassociatesSums() && n > 1 && reduced.axes[0] == rank - 1) return argReduceInTwoPasses(e, op, element, n);
   Values best = e.loop(n - 1, argCandidate(e, op, e.i64(0), element(e.i64(0))), [&](llvm::Value* iv, const Values& c) {
     llvm::Value* k = e.b.CreateAdd(iv, e.i64(1));
     return argBetter(e, op, c, argCandidate(e, op, k, element(k)), /*later=*/true);

@@ -332,6 +332,17 @@ struct OnednnCall::State {
     return native.ok() ? native : matmulThroughF32(call);
   }
 
+  // A's, B's, C's and the bias's descriptors of `call` in `type`.
+  struct MatmulDescs {
+    dnnl_memory_desc_t a, b, c, bias;
+  };
+  static MatmulDescs matmulDescs(const codegen::MatmulCall& call, dnnl_data_type_t type) {
+    bool batched = call.batch > 1;
+    return {matrixDesc(type, call.batch, call.m, call.k, call.batchStrideA, batched, call.transposeA),
+            matrixDesc(type, call.batch, call.k, call.n, call.batchStrideB, batched, call.transposeB),
+            matrixDesc(type, call.batch, call.m, call.n, call.m * call.n, batched), matrixDesc(type, 1, 1, call.n, 0, batched)};
+  }
+
   // A bf16 matmul on a host where oneDNN has no bf16 kernel (2.6 has none without AVX-512: the
   // call failed, and the generated loop ran it at ~40 GFLOP/s): the f32 matmul, with reorders
   // widening A and B into scratch (constant weights once, into oneDNN's packed layout) and
@@ -339,12 +350,9 @@ struct OnednnCall::State {
   // native kernel does. The products are exact in f32 either way. [512,512] x [512,512] on a
   // 2-core Zen 3: 6.9 -> 2.2 ms (jax.jit, which also widens to f32, 2.5).
   Status matmulThroughF32(const codegen::MatmulCall& call) {
-    bool batched = call.batch > 1;
-    auto descs = [&](dnnl_data_type_t type) {
-      return std::array<dnnl_memory_desc_t, 4>{
-          matrixDesc(type, call.batch, call.m, call.k, call.batchStrideA, batched, call.transposeA),
-          matrixDesc(type, call.batch, call.k, call.n, call.batchStrideB, batched, call.transposeB),
-          matrixDesc(type, call.batch, call.m, call.n, call.m * call.n, batched), matrixDesc(type, 1, 1, call.n, 0, batched)};
+    auto descs = [&call](dnnl_data_type_t type) {
+      MatmulDescs d = matmulDescs(call, type);
+      return std::array<dnnl_memory_desc_t, 4>{d.a, d.b, d.c, d.bias};
     };
     std::array<dnnl_memory_desc_t, 4> wide = descs(dnnl_f32), narrow = descs(dnnl_bf16);
     const std::array<int, 4> buffers = {call.a, call.b, call.output, call.bias};
@@ -412,10 +420,7 @@ struct OnednnCall::State {
   // The matmul computed in `type` (f32, or bf16 where oneDNN has a kernel for it).
   Status matmulIn(const codegen::MatmulCall& call, dnnl_data_type_t type) {
     bool batched = call.batch > 1;
-    dnnl_memory_desc_t a = matrixDesc(type, call.batch, call.m, call.k, call.batchStrideA, batched, call.transposeA);
-    dnnl_memory_desc_t b = matrixDesc(type, call.batch, call.k, call.n, call.batchStrideB, batched, call.transposeB);
-    dnnl_memory_desc_t c = matrixDesc(type, call.batch, call.m, call.n, call.m * call.n, batched);
-    dnnl_memory_desc_t bias = matrixDesc(type, 1, 1, call.n, 0, batched);
+    auto [a, b, c, bias] = matmulDescs(call, type);
     dnnl_alg_kind_t activation = matmulActivation(call.epilogue);
     std::vector<Arg> args = {{DNNL_ARG_SRC, a, call.a}, {DNNL_ARG_DST, c, call.output}};
     if (call.bias >= 0) args.push_back({DNNL_ARG_BIAS, bias, call.bias});
