@@ -43,6 +43,7 @@ class CpuTarget : public TargetHooks {
   bool tilesColumnReductions() const override { return true; }
   bool transposesInRegisters() const override { return true; }
   bool loopsPoolWindows() const override { return true; }
+  bool prefetchesNextRow() const override { return true; }
   bool streamsOutput(int64_t outputBytes, int64_t readBytes, int64_t writtenBytes) const override;
   // No shared memory or block on the CPU: never called (internal errors).
   llvm::GlobalVariable* sharedArray(llvm::IRBuilder<>& b, llvm::Type* type, uint64_t count,

@@ -1245,6 +1245,10 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   Shape full = group_.rows;
   full.insert(full.end(), group_.inner.begin(), group_.inner.end());
   std::vector<RowInvariantLoads> invariant = loadRowInvariantInputs(lane, fullIndex, full);
+  // The CPU's second pass over the row also fetches the next row's inputs (row_prefetch.h).
+  std::optional<RowPrefetch> prefetch = target_.prefetchesNextRow() ? rowPrefetchFor(group_) : std::nullopt;
+  int passes = 0;
+  auto prefetchingPass = [&] { return ++passes == 2 && prefetch; };
   // The row values, in program order, so each finds the ones it reads already cached.
   for (const Op* op : group_.rowOps) {
     const Value* v = op->result();
@@ -1252,6 +1256,7 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
     bool argReduction = op->kind() == OpKind::Argmax || op->kind() == OpKind::Argmin;
     if (argReduction && target_.rowLanes(group_) == 1) {
       // One lane per row (the CPU): the sequential scan from element 0, as a loop kernel's.
+      ++passes;
       value = emit(v, rowValueIndex(rowIndex, v->type().shape));
     } else if (argReduction) {
       auto better = [&](const Values& a, const Values& c) { return argBetter(*this, *op, a, c); };
@@ -1266,11 +1271,18 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
       llvm::Value* total;
       if (target_.rowLanes(group_) == 1) {
         llvm::Value* scratch = rowScratchFor(op->operand(0));
-        total = accumulateRun(acc, acc.init, n, [&](llvm::Value* k) {
+        auto kept = [&](llvm::Value* k) {
           llvm::Value* x = element(k);
           if (scratch) b.CreateStore(x, b.CreateInBoundsGEP(x->getType(), scratch, k));
           return x;
-        });
+        };
+        if (prefetchingPass()) {
+          total = passPrefetchingNextRow(*prefetch, row, {acc.init}, [&](llvm::Value* first, int64_t count, const Values& c) {
+            return Values{accumulateRun(acc, c[0], count, [&](llvm::Value* k) { return kept(b.CreateAdd(first, k)); })};
+          })[0];
+        } else {
+          total = accumulateRun(acc, acc.init, n, kept);
+        }
       } else {
         total = reduceRow(
             lane, {acc.init}, [&](llvm::Value* k, const Values& c) { return Values{acc.add(c[0], element(k))}; },
@@ -1296,7 +1308,7 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   }
   if (fullOutputs.empty()) return;
   size_t step = 0;  // the how-manieth element of this lane's share: forEachInRow's order
-  forEachInRow(lane, [&](llvm::Value* k) {
+  auto storeOutputs = [&](llvm::Value* k) {
     llvm::Value* linear = b.CreateAdd(b.CreateMul(row, i64(n)), k);
     Index index = fullIndex(k);
     setCurrent(index, linear, full);
@@ -1310,8 +1322,48 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
     }
     for (size_t k2 : fullOutputs) storeOutput(k2, linear, emit(group_.outputs[k2], currentIndex_));
     preloaded_.resize(preloaded);
-  });
+  };
+  if (prefetchingPass()) {
+    passPrefetchingNextRow(*prefetch, row, {}, [&](llvm::Value* first, int64_t count, const Values&) {
+      int64_t mathBefore = target_.inlineMathEmitted();
+      loop(count, {}, [&](llvm::Value* k, const Values&) {
+        storeOutputs(b.CreateAdd(first, k));
+        return Values{};
+      });
+      if (count > 1)
+        if (int interleave = target_.loopInterleave(count, mathBefore)) setLoopHints(lastLoopLatch(), 0, interleave);
+      return Values{};
+    });
+  } else {
+    forEachInRow(lane, storeOutputs);
+  }
   currentLinear_ = nullptr;
+}
+
+Values ElementEmitter::passPrefetchingNextRow(const RowPrefetch& prefetch, llvm::Value* row, Values init,
+                                              const RangeBody& run) {
+  int64_t n = group_.rowLength(), block = prefetch.blockElements;
+  // The last row fetches itself again: past it the buffers end.
+  llvm::Value* next = b.CreateSelect(b.CreateICmpULT(row, i64(group_.numRows() - 1)), b.CreateAdd(row, i64(1)), row);
+  llvm::Value* nextRowStart = b.CreateMul(next, i64(n));
+  auto fetchThenRun = [&](llvm::Value* first, int64_t count, const Values& carried) {
+    for (size_t input : prefetch.inputs) {
+      DType t = group_.inputs[input]->type().dtype;
+      llvm::Value* start = b.CreateInBoundsGEP(storageType(t), buffers_[input], b.CreateAdd(nextRowStart, first));
+      int64_t bytes = count * static_cast<int64_t>(dtypeSize(t));
+      for (int64_t offset = 0; offset < bytes; offset += kCpuCacheLineBytes)
+        b.CreateIntrinsic(llvm::Intrinsic::prefetch, {start->getType()},
+                          {b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), start, static_cast<uint64_t>(offset)),
+                           b.getInt32(0) /*read*/, b.getInt32(3) /*into every cache level*/, b.getInt32(1) /*data*/});
+    }
+    return run(first, count, carried);
+  };
+  int64_t blocks = n / block;
+  init = loop(blocks, std::move(init), [&](llvm::Value* iv, const Values& c) { return fetchThenRun(b.CreateMul(iv, i64(block)), block, c); });
+  // Unrolled, the blocks would each be a copy of the pass's vectorised loop: compile time for nothing.
+  if (blocks > 1) keepRolled(lastLoopLatch());
+  if (n % block) init = fetchThenRun(i64(blocks * block), n % block, init);
+  return init;
 }
 
 }  // namespace kiln::codegen

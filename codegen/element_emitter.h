@@ -24,6 +24,7 @@
 #include "codegen/column_reduction.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/matmul_tile.h"
+#include "codegen/row_prefetch.h"
 #include "codegen/transpose_tile.h"
 
 namespace kiln::codegen {
@@ -255,6 +256,11 @@ class ElementEmitter {
   // the block synchronises again (so the next row's writes cannot overtake a slow warp's reads).
   Values combineWarps(llvm::Value* lane, int64_t lanes, const Values& values,
                       const std::function<Values(const Values&, const Values&)>& combine);
+  // CPU row kernels (row_prefetch.h): a pass over the row's elements as `run(first, count,
+  // carried)` over ranges of them, block after block, each range after prefetching its elements of
+  // the next row's inputs.
+  using RangeBody = std::function<Values(llvm::Value* first, int64_t count, const Values& carried)>;
+  Values passPrefetchingNextRow(const RowPrefetch& prefetch, llvm::Value* row, Values init, const RangeBody& run);
   Values reduceRow(llvm::Value* lane, const Values& init, const std::function<Values(llvm::Value* k, const Values&)>& add,
                    const std::function<Values(const Values&, const Values&)>& combine);
   void forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body);

@@ -195,12 +195,11 @@ namespace {
 // 1.6 against 1.1. A row kernel's rows are not the question (softmax over rows of 1000 f32:
 // 2.08 ms streaming against 2.20), nor are tiles.
 bool storesWholeLines(const KernelGroup& group, const std::vector<ItemPart>& parts, size_t k) {
-  constexpr int64_t kLineBytes = 64;
   auto bytes = static_cast<int64_t>(dtypeSize(group.outputs[k]->type().dtype));
   for (size_t s = 0; s < parts.size(); ++s) {
     const std::vector<size_t>& outputs = group.segments[s].outputs;
     if (std::find(outputs.begin(), outputs.end(), k) != outputs.end())
-      return parts[s].rowLength == parts[s].items || parts[s].rowLength * parts[s].columnsPerItem * bytes % kLineBytes == 0;
+      return parts[s].rowLength == parts[s].items || parts[s].rowLength * parts[s].columnsPerItem * bytes % kCpuCacheLineBytes == 0;
   }
   return true;  // tiles and items of whole vectors
 }

@@ -12,6 +12,9 @@
 
 namespace kiln::codegen {
 
+// The CPU's cache line (x86-64's, and AArch64's usual one).
+inline constexpr int64_t kCpuCacheLineBytes = 64;
+
 struct KernelGroup;
 
 // Threads of a GPU warp: shuffleXor reaches across this many lanes; wider rows also go through
@@ -115,6 +118,10 @@ class TargetHooks {
   // the vectoriser can only gather; a window's columns per item read and write them as
   // interleaved groups it widens. GPU threads gather from cache lines their warp shares anyway.
   virtual bool loopsPoolWindows() const { return false; }
+  // Whether a row kernel's second pass over each row prefetches the next row's inputs
+  // (row_prefetch.h): on the CPU, whose thread runs a row's passes one after another. A GPU
+  // block's warps keep the memory system busy by their number.
+  virtual bool prefetchesNextRow() const { return false; }
   // Whether float sums may be reassociated (still in f64): on the CPU, so that the loop vectoriser
   // keeps several partial sums in SIMD lanes; the order is fixed by the compiled code, so runs stay
   // bit-identical. The GPU orders its sums itself (lanes, warps, split stages).

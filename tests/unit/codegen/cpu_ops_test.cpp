@@ -5,6 +5,7 @@
 
 #include "codegen/kernel_emitter.h"
 #include "codegen/kernel_plan.h"
+#include "codegen/row_prefetch.h"
 #include "passes/pass_manager.h"
 #include "tests/unit/codegen/cpu_test_util.h"
 
@@ -130,6 +131,62 @@ TEST(CpuOps, SoftmaxAndLayerNorm) {
   for (const char* shape : {"[2,16384]", "[2,16385]"})
     for (const char* t : {"f32", "bf16"})
       check(std::string("%x: ") + t + shape, "softmax %x", {accumulateTolerance(), 1, true});
+}
+
+// What the row kernel of `text` (after fusion) fetches a row ahead, or nothing where it has no
+// row kernel.
+std::optional<codegen::RowPrefetch> rowPrefetchOf(const std::string& text) {
+  auto m = parseOrFail(text);
+  if (!m) return std::nullopt;
+  Status fused = passes::runPasses(*m, passes::defaultPipeline());
+  EXPECT_TRUE(fused.ok()) << fused.error().str();
+  auto plan = codegen::planFunction(*m->entry());
+  for (const codegen::KernelGroup* group : plan->allGroups())
+    if (group->kind == codegen::KernelKind::Row) return codegen::rowPrefetchFor(*group);
+  ADD_FAILURE() << "no row kernel in\n" << text;
+  return std::nullopt;
+}
+
+TEST(CpuOps, RowKernelsFetchTheNextRowInTheirSecondPass) {
+  // The input read along the rows, not the scale and bias every row shares; blocks of 4 KiB of it.
+  for (const auto& [t, block] : std::vector<std::pair<std::string, int64_t>>{{"f32", 1024}, {"f64", 512}, {"bf16", 2048}}) {
+    SCOPED_TRACE(t);
+    auto ln = rowPrefetchOf("func @main(%x: " + t + "[4,3000], %s: " + t + "[3000], %b: " + t + "[3000]) -> " + t +
+                            "[4,3000] {\n  %y = layer_norm %x, %s, %b\n  return %y\n}\n");
+    ASSERT_TRUE(ln);
+    EXPECT_EQ(ln->inputs, std::vector<size_t>{0});
+    EXPECT_EQ(ln->blockElements, block);
+  }
+  // A residual added before the norm is read along the rows too; an input a transpose reads is
+  // read across them, and one of another shape (the mask's row of [4,1]) is not fetched.
+  auto two = rowPrefetchOf("func @main(%x: f32[64,64], %r: f32[64,64], %m: f32[64,1]) -> f32[64,64] {\n"
+                           "  %t = transpose %r {perm = [1, 0]}\n  %a = add %x, %t\n  %b = add %a, %m\n"
+                           "  %y = softmax %b\n  return %y\n}\n");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->inputs.size(), 1u);
+  auto residual = rowPrefetchOf("func @main(%x: f32[64,64], %r: f32[64,64]) -> f32[64,64] {\n"
+                                "  %a = add %x, %r\n  %y = softmax %a\n  return %y\n}\n");
+  ASSERT_TRUE(residual);
+  EXPECT_EQ(residual->inputs, (std::vector<size_t>{0, 1}));
+
+  // The passes run in blocks of the rows (and one remainder): every one computes what the
+  // interpreter does, rows shorter than a block, a whole number of blocks and with a remainder,
+  // the last row (which fetches itself again) included, NaN and infinities among the inputs. The
+  // root-mean-square norm's second pass is its outputs'.
+  const std::string rms = "  %q = mul %x, %x\n  %m = reduce_mean %q {axes = [-1], keepdims = true}\n"
+                          "  %r = rsqrt %m\n  %y = mul %x, %r\n";
+  for (const char* t : {"f32", "f64", "bf16"})
+    for (const char* n : {"1000", "2048", "2500"}) {
+      std::string x = std::string(t) + "[3," + n + "]";
+      for (const char* op : {"softmax %x", "log_softmax %x"})
+        check("%x: " + x, op, {accumulateTolerance(), 1, true});
+      check("%x: " + x + ", %s: " + t + "[" + n + "], %b: " + t + "[" + n + "]", "layer_norm %x, %s, %b",
+            {accumulateTolerance(), 2, true});
+      auto m = parseOrFail("func @main(%x: " + x + ") -> " + x + " {\n" + rms + "  return %y\n}\n");
+      ASSERT_TRUE(m);
+      DiffOptions o{accumulateTolerance(), 3, true};
+      expectSameAsInterpreter(*m->entry(), o);
+    }
 }
 
 TEST(CpuOps, Matmul) {
