@@ -260,6 +260,13 @@ class ElementEmitter {
   // carried)` over ranges of them, block after block, each range after prefetching its elements of
   // the next row's inputs.
   using RangeBody = std::function<Values(llvm::Value* first, int64_t count, const Values& carried)>;
+  // CPU row kernels: `op`'s reduction of the row, of `element(k)`, its operand kept on the stack
+  // where rowScratchFor keeps it; the pass fetches the next row where `prefetch` is given.
+  llvm::Value* reduceRowOnOneLane(const Op& op, const Accumulation& acc, llvm::Value* row, const RowPrefetch* prefetch,
+                                  const std::function<llvm::Value*(llvm::Value* k)>& element);
+  // Whether computing `v` at an element runs expensive elementwise math of the group's (an exp, a
+  // tanh: passes::isExpensive), the row values already computed aside.
+  bool computesExpensiveMath(const Value* v) const;
   Values passPrefetchingNextRow(const RowPrefetch& prefetch, llvm::Value* row, Values init, const RangeBody& run);
   Values reduceRow(llvm::Value* lane, const Values& init, const std::function<Values(llvm::Value* k, const Values&)>& add,
                    const std::function<Values(const Values&, const Values&)>& combine);
