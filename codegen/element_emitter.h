@@ -171,6 +171,10 @@ class ElementEmitter {
   // the loop carries a vector width: the target's floatSumLanes(), halved for f64.
   llvm::Value* accumulateRun(const Accumulation& acc, llvm::Value* init, int64_t count,
                              const std::function<llvm::Value*(llvm::Value* k)>& element);
+  // Hints the loop just emitted (of `count` trips, whose body began when the target had emitted
+  // `mathBefore` inline exps and tanhs) to be widened to `lanes`, with the target's interleave
+  // count, and, where it is short enough for LLVM to unroll whole first, kept rolled until then.
+  void hintVectorLoop(int64_t count, int lanes, int64_t mathBefore);
   // if (cond) { then() } else { otherwise }: the values of the branch taken.
   Values ifThen(llvm::Value* cond, const std::function<Values()>& then, const Values& otherwise);
   // cond ? then() : otherwise(), computing only the branch taken (for loads that are only in
@@ -231,6 +235,9 @@ class ElementEmitter {
   // and keeps it in registers for the later passes (a softmax's max, sum and output; a layer
   // norm's mean, variance and output) instead of reading the row from memory again.
   Values rowSteps(Values init, const LoopBody& body);
+  // loop(count, init, body), with the target's interleave count (loopInterleave) where the body
+  // computed an inline exp or tanh.
+  Values mathLoop(int64_t count, Values init, const LoopBody& body);
   // The latch branch of the loop loop() has just emitted (for its llvm.loop hints).
   llvm::Instruction* lastLoopLatch();
   static constexpr int64_t kUnrolledRowSteps = 8;

@@ -25,7 +25,7 @@ std::optional<RowPrefetch> rowPrefetchFor(const KernelGroup& group) {
     prefetch.inputs.push_back(i);
     widest = std::max(widest, dtypeSize(input->type().dtype));
   }
-  if (prefetch.inputs.empty()) return std::nullopt;
+  if (prefetch.inputs.empty() || group.rowLength() * static_cast<int64_t>(widest) < kMinPrefetchRowBytes) return std::nullopt;
   prefetch.blockElements = kPrefetchBlockBytes / static_cast<int64_t>(widest);
   return prefetch;
 }

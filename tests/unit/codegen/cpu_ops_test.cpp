@@ -159,24 +159,28 @@ TEST(CpuOps, RowKernelsFetchTheNextRowInTheirSecondPass) {
   }
   // A residual added before the norm is read along the rows too; an input a transpose reads is
   // read across them, and one of another shape (the mask's row of [4,1]) is not fetched.
-  auto two = rowPrefetchOf("func @main(%x: f32[64,64], %r: f32[64,64], %m: f32[64,1]) -> f32[64,64] {\n"
+  auto two = rowPrefetchOf("func @main(%x: f32[64,1024], %r: f32[1024,64], %m: f32[64,1]) -> f32[64,1024] {\n"
                            "  %t = transpose %r {perm = [1, 0]}\n  %a = add %x, %t\n  %b = add %a, %m\n"
                            "  %y = softmax %b\n  return %y\n}\n");
   ASSERT_TRUE(two);
   EXPECT_EQ(two->inputs.size(), 1u);
-  auto residual = rowPrefetchOf("func @main(%x: f32[64,64], %r: f32[64,64]) -> f32[64,64] {\n"
+  auto residual = rowPrefetchOf("func @main(%x: f32[64,1024], %r: f32[64,1024]) -> f32[64,1024] {\n"
                                 "  %a = add %x, %r\n  %y = softmax %a\n  return %y\n}\n");
   ASSERT_TRUE(residual);
   EXPECT_EQ(residual->inputs, (std::vector<size_t>{0, 1}));
+  // Rows shorter than kMinPrefetchRowBytes fetch nothing: the hardware follows them.
+  EXPECT_FALSE(rowPrefetchOf("func @main(%x: f32[64,255]) -> f32[64,255] {\n  %y = softmax %x\n  return %y\n}\n"));
+  EXPECT_TRUE(rowPrefetchOf("func @main(%x: f32[64,256]) -> f32[64,256] {\n  %y = softmax %x\n  return %y\n}\n"));
 
   // The passes run in blocks of the rows (and one remainder): every one computes what the
-  // interpreter does, rows shorter than a block, a whole number of blocks and with a remainder,
+  // interpreter does, rows shorter than a block, a whole number of blocks and with a remainder
+  // (of one element too),
   // the last row (which fetches itself again) included, NaN and infinities among the inputs. The
   // root-mean-square norm's second pass is its outputs'.
   const std::string rms = "  %q = mul %x, %x\n  %m = reduce_mean %q {axes = [-1], keepdims = true}\n"
                           "  %r = rsqrt %m\n  %y = mul %x, %r\n";
   for (const char* t : {"f32", "f64", "bf16"})
-    for (const char* n : {"1000", "2048", "2500"}) {
+    for (const char* n : {"1000", "1025", "2048", "2500"}) {
       std::string x = std::string(t) + "[3," + n + "]";
       for (const char* op : {"softmax %x", "log_softmax %x"})
         check("%x: " + x, op, {accumulateTolerance(), 1, true});
