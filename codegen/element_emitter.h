@@ -263,10 +263,6 @@ class ElementEmitter {
   // the block synchronises again (so the next row's writes cannot overtake a slow warp's reads).
   Values combineWarps(llvm::Value* lane, int64_t lanes, const Values& values,
                       const std::function<Values(const Values&, const Values&)>& combine);
-  // CPU row kernels (row_prefetch.h): a pass over the row's elements as `run(first, count,
-  // carried)` over ranges of them, block after block, each range after prefetching its elements of
-  // the next row's inputs.
-  using RangeBody = std::function<Values(llvm::Value* first, int64_t count, const Values& carried)>;
   // CPU row kernels: `op`'s reduction of the row, of `element(k)`, its operand kept on the stack
   // where rowScratchFor keeps it; the pass fetches the next row where `prefetch` is given.
   llvm::Value* reduceRowOnOneLane(const Op& op, const Accumulation& acc, llvm::Value* row, const RowPrefetch* prefetch,
@@ -274,6 +270,10 @@ class ElementEmitter {
   // Whether computing `v` at an element runs expensive elementwise math of the group's (an exp, a
   // tanh: passes::isExpensive), the row values already computed aside.
   bool computesExpensiveMath(const Value* v) const;
+  // CPU row kernels (row_prefetch.h): a pass over the row's elements as `run(first, count,
+  // carried)` over ranges of them, block after block, each range after prefetching its elements of
+  // the next row's inputs.
+  using RangeBody = std::function<Values(llvm::Value* first, int64_t count, const Values& carried)>;
   Values passPrefetchingNextRow(const RowPrefetch& prefetch, llvm::Value* row, Values init, const RangeBody& run);
   Values reduceRow(llvm::Value* lane, const Values& init, const std::function<Values(llvm::Value* k, const Values&)>& add,
                    const std::function<Values(const Values&, const Values&)>& combine);
