@@ -159,7 +159,7 @@ TEST(CpuOps, RowKernelsFetchTheNextRowInTheirSecondPass) {
   }
   // A residual added before the norm is read along the rows too; an input a transpose reads is
   // read across them, and one of another shape (the mask's row of [4,1]) is not fetched.
-  auto two = rowPrefetchOf("func @main(%x: f32[64,1024], %r: f32[1024,64], %m: f32[64,1]) -> f32[64,1024] {\n"
+  auto two = rowPrefetchOf("func @main(%x: f32[256,256], %r: f32[256,256], %m: f32[256,1]) -> f32[256,256] {\n"
                            "  %t = transpose %r {perm = [1, 0]}\n  %a = add %x, %t\n  %b = add %a, %m\n"
                            "  %y = softmax %b\n  return %y\n}\n");
   ASSERT_TRUE(two);
