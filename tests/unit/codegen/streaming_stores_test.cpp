@@ -27,7 +27,7 @@ std::string program(int64_t n) {
 // at least the streaming output size, the kernel past the streaming kernel size; whole vectors of 16.
 int64_t streamingElements() {
   int64_t bytes = std::max(codegen::streamingOutputBytes(), codegen::streamingKernelBytes(false) / 3 + 1);
-  return (bytes / 4 + 15) / 16 * 16;
+  return (bytes + 63) / 64 * 16;  // rounded up: a last-level cache of a multiple of 12 bytes would otherwise lose the + 1
 }
 
 std::string assemblyOf(const std::string& text) {
