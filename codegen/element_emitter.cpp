@@ -215,7 +215,7 @@ Values ElementEmitter::loop(llvm::Value* count, Values init, const LoopBody& bod
   Values next = body(iv, carried);
   llvm::Value* ivNext = b.CreateAdd(iv, i64(1));
   llvm::BasicBlock* latch = b.GetInsertBlock();
-  b.CreateCondBr(b.CreateICmpULT(ivNext, count), header, exit);
+  latches_.push_back(b.CreateCondBr(b.CreateICmpULT(ivNext, count), header, exit));
   iv->addIncoming(ivNext, latch);
   for (size_t k = 0; k < phis.size(); ++k) phis[k]->addIncoming(next[k], latch);
   b.SetInsertPoint(exit);
@@ -266,10 +266,8 @@ void ElementEmitter::hintVectorLoop(int64_t count, int lanes, int64_t mathBefore
 }
 
 llvm::Instruction* ElementEmitter::lastLoopLatch() {
-  // loop() leaves the builder in the loop's exit block, whose only predecessor is the latch.
-  llvm::BasicBlock* latch = b.GetInsertBlock()->getSinglePredecessor();
-  KILN_INTERNAL_CHECK(latch, "a loop's exit block has one predecessor, its latch");
-  return latch->getTerminator();
+  KILN_INTERNAL_CHECK(!latches_.empty(), "a loop was emitted before its latch is asked for");
+  return latches_.back();
 }
 
 Values ElementEmitter::mergedLoopNest(const std::vector<Shape>& runs, Values init, const NestBody& body) {
@@ -1406,7 +1404,13 @@ Values ElementEmitter::passPrefetchingNextRow(const RowPrefetch& prefetch, llvm:
                           {b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), start, static_cast<uint64_t>(offset)),
                            b.getInt32(0) /*read*/, b.getInt32(3) /*into every cache level*/, b.getInt32(1) /*data*/});
     }
-    return run(first, count, carried);
+    // The block's loops run a constant `block` trips; vectorised, LLVM would unroll each whole
+    // (a sum of 1024 f32 in 16 vector trips): 25 -> 22 ms of compile for softmax over rows of
+    // 2048 f32, in the same run time.
+    size_t loopsBefore = latches_.size();
+    Values result = run(first, count, carried);
+    for (size_t k = loopsBefore; k < latches_.size(); ++k) keepVectorLoopRolled(latches_[k]);
+    return result;
   };
   int64_t blocks = n / block;
   init = loop(blocks, std::move(init), [&](llvm::Value* iv, const Values& c) { return fetchThenRun(b.CreateMul(iv, i64(block)), block, c); });

@@ -292,6 +292,8 @@ class ElementEmitter {
   std::map<const Value*, int> inputIndex_;  // lookup only, never iterated
   // Row kernels: the row values of the current row, computed once before the full values.
   std::map<const Value*, llvm::Value*> rowCache_;  // lookup only
+  // The latch branch of every loop loop() has emitted, in order (for hints on a range of them).
+  std::vector<llvm::Instruction*> latches_;
   // CPU row kernels: computed operands of the row's reductions (softmax's exp(x - max)), kept per
   // element on the stack while the reduction runs, so the full values read them back instead of
   // computing them again; rows up to kRowScratchElements long. In program order.

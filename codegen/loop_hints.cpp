@@ -2,6 +2,7 @@
 #include "codegen/loop_hints.h"
 
 #include <llvm/IR/Constants.h>
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/IR/Metadata.h>
 
 #include <vector>
@@ -73,6 +74,24 @@ void setLoopHints(llvm::Instruction* latch, int width, int interleave, bool roll
 void keepRolled(llvm::Instruction* latch) {
   llvm::LLVMContext& c = latch->getContext();
   setLoopId(latch, {llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")})});
+}
+
+void keepVectorLoopRolled(llvm::Instruction* latch) {
+  llvm::LLVMContext& c = latch->getContext();
+  constexpr const char* kFollowup = "llvm.loop.vectorize.followup_vectorized";
+  std::vector<llvm::Metadata*> hints;
+  if (llvm::MDNode* id = latch->getMetadata(llvm::LLVMContext::MD_loop))
+    for (const llvm::MDOperand& hint : llvm::drop_begin(id->operands())) {
+      auto* node = llvm::dyn_cast<llvm::MDNode>(hint.get());
+      auto* name = node && node->getNumOperands() ? llvm::dyn_cast<llvm::MDString>(node->getOperand(0)) : nullptr;
+      if (!name || name->getString() != kFollowup) hints.push_back(hint.get());
+    }
+  // A followup names every attribute of the loop it makes: the vectoriser's mark, and no unrolling.
+  llvm::Metadata* vectorised = llvm::MDNode::get(
+      c, {llvm::MDString::get(c, "llvm.loop.isvectorized"), llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), 1))});
+  llvm::Metadata* rolled = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
+  hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, kFollowup), vectorised, rolled}));
+  setLoopId(latch, std::move(hints));
 }
 
 }  // namespace kiln::codegen

@@ -47,4 +47,10 @@ void setLoopHints(llvm::Instruction* latch, int width, int interleave, bool roll
 // whole (a generated matmul's blocks of columns and of K: 34 -> 89 ms of compile for one kernel).
 void keepRolled(llvm::Instruction* latch);
 
+// Marks the loop whose latch branch is `latch` (keeping its hints) so that the vector loop the
+// vectoriser makes of it is never unrolled: for the passes of a row kernel's blocks
+// (row_prefetch.h), whose loops of a constant 1024 f32 become vector loops of 16 trips, which
+// LLVM would then unroll whole in every pass for nothing but compile time.
+void keepVectorLoopRolled(llvm::Instruction* latch);
+
 }  // namespace kiln::codegen
