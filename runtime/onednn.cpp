@@ -161,6 +161,12 @@ struct PrimitiveDesc {
     KILN_DNNL(dnnl_primitive_desc_create, &pd, desc, attr.get(), engine().engine, hint);
     return {};
   }
+  // The memory oneDNN's primitive takes for itself on each run (its scratchpad), in bytes.
+  int64_t scratchpadBytes() const {
+    int64_t bytes = 0;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_memory_consumption_s64, 0, &bytes) != dnnl_success) return 0;
+    return bytes;
+  }
   // The implementation oneDNN picked: "gemm:jit", "jit_1x1:avx2", "brg:avx512_core", ...
   std::string_view implementation() const {
     const char* name = nullptr;
@@ -439,25 +445,33 @@ struct OnednnCall::State {
   }
 
   // Whether B is better read from a copy whose rows are 64 bytes further apart (paddedRows):
-  // made every run, or packed once for constant weights. oneDNN's gemm:jit (its matmul on hosts
-  // without AVX-512's brgemm) reads B where it lies when A has few rows (and, given "any" for
-  // constant weights, keeps B's own layout); rows a multiple of 2 KiB apart then share the L1's
-  // sets and evict each other. Measured with oneDNN 2.6 on a 2-core Zen 3 (AVX2), 2 threads:
-  // [256,784] x [784,1024] 89 GFLOP/s, 185 with B's rows 1040 floats apart; alike for n = 512,
-  // 1536, 2048, 4096 and m from 8 to 256; from m = 384 on oneDNN packs B itself (150-180 either
-  // way). A copy every run (k n floats read and written) costs about what it saves below m = 64;
+  // made every run, or packed once for constant weights. Rows a multiple of 2 KiB apart share the
+  // L1's sets and evict each other where oneDNN reads B where it lies:
+  // - gemm:jit (its matmul on hosts without AVX-512) does so when A has few rows (and, given "any"
+  //   for constant weights, keeps B's own layout). oneDNN 2.6 on a 2-core Zen 3 (AVX2), 2 threads:
+  //   [256,784] x [784,1024] 89 GFLOP/s, 185 with B's rows 1040 floats apart; alike for n = 512,
+  //   1536, 2048, 4096 and m from 8 to 256; from m = 384 on it packs B itself (150-180 either way).
+  // - brgemm (AVX-512) copies B into its scratchpad for some shapes (n = 512, 1024, 2048, 4096,
+  //   8192 at k = 768) and reads it in place for others, at any m; its scratchpad then has no
+  //   room for a panel of B. On a 2-core Sapphire Rapids, k = 768, m = 256, ms plain / padded:
+  //   n = 2560 4.0 / 3.2, 3072 6.7 / 3.6, 4608 7.1 / 5.6, 6144 10.7 / 7.8; m = 1024, n = 3072
+  //   27.2 / 13.1; where it copies, padding only adds the copy (n = 4096 4.7 / 5.0).
+  // A copy every run (k n floats read and written) costs about what it saves below m = 64;
   // packed once it is free, and helps from m = 8 (61 -> 115 GFLOP/s at k = n = 1024; at m = 1
   // the padded rows are slower).
   Expected<bool> padsRowsOfB(const codegen::MatmulCall& call, const dnnl_matmul_desc_t* desc, const PostOps& attr,
                              const dnnl_memory_desc_t& plainB, bool packedOnce) {
-    constexpr int64_t kAliasingStride = 2048, kMaxRows = 384;
+    constexpr int64_t kAliasingStride = 2048, kGemmPacksFromRows = 384, kPanelColumnBytes = 64;
     int64_t minRows = packedOnce ? 8 : 64;
     if (call.dtype != DType::F32 || call.batch > 1 || call.transposeB || (call.n * 4) % kAliasingStride != 0 ||
-        call.m < minRows || call.m >= kMaxRows)
+        call.m < minRows)
       return false;
     PrimitiveDesc pd;
     KILN_TRY(pd.create(desc, attr));
-    if (!pd.implementation().starts_with("gemm:jit")) return false;
+    std::string_view implementation = pd.implementation();
+    bool gemmInPlace = implementation.starts_with("gemm:jit") && call.m < kGemmPacksFromRows;
+    bool brgemmInPlace = implementation.starts_with("brg") && pd.scratchpadBytes() < call.k * kPanelColumnBytes;
+    if (!gemmInPlace && !brgemmInPlace) return false;
     if (!packedOnce) return true;
     // Constant weights: only where oneDNN kept them in kiln's layout (else it packs them its way).
     const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, dnnl_query_weights_md, 0);
