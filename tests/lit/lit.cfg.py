@@ -1,5 +1,6 @@
 # lit configuration: .kiln files with RUN: lines, checked with FileCheck (as LLVM and MLIR test).
 import os
+import platform
 import sys
 import lit.formats
 
@@ -52,6 +53,12 @@ cuda_home = os.environ.get("KILN_CUDA_HOME") or "/usr/local/cuda"
 config.substitutions.append(("%cuda_home", cuda_home))
 if os.path.exists(os.path.join(cuda_home, "lib64", "stubs", "libcuda.so")):
     config.available_features.add("cuda-stub")
+
+# glibc's vector math library (x86-64 Linux), which CPU kernels call for libm functions
+# (codegen/vector_math.h); elsewhere they call scalar libm.
+import ctypes.util
+if platform.machine() == "x86_64" and ctypes.util.find_library("mvec"):
+    config.available_features.add("libmvec")
 
 # ONNX import tests need the importer built (libonnx-dev, protobuf), protoc to encode their
 # text-format models, and the ONNX backend test data (libonnx-testdata).
