@@ -455,13 +455,16 @@ struct OnednnCall::State {
   //   8192 at k = 768) and reads it in place for others, at any m; its scratchpad then has no
   //   room for a panel of B. On a 2-core Sapphire Rapids, k = 768, m = 256, ms plain / padded:
   //   n = 2560 4.0 / 3.2, 3072 6.7 / 3.6, 4608 7.1 / 5.6, 6144 10.7 / 7.8; m = 1024, n = 3072
-  //   27.2 / 13.1; where it copies, padding only adds the copy (n = 4096 4.7 / 5.0).
+  //   27.2 / 13.1; where it copies, padding only adds the copy (n = 4096 4.7 / 5.0). With A
+  //   transposed (a weight gradient's X^T dY) it copies A into its scratchpad too, so the
+  //   question is asked of the product with a plain A (brgemmReadsBInPlace): X^T dY of 768 x 256
+  //   x 3072 4.7 -> 3.5 ms, of 256 x 768 x 3072 8.8 -> 4.3.
   // A copy every run (k n floats read and written) costs about what it saves below m = 64;
   // packed once it is free, and helps from m = 8 (61 -> 115 GFLOP/s at k = n = 1024; at m = 1
   // the padded rows are slower).
   Expected<bool> padsRowsOfB(const codegen::MatmulCall& call, const dnnl_matmul_desc_t* desc, const PostOps& attr,
                              const dnnl_memory_desc_t& plainB, bool packedOnce) {
-    constexpr int64_t kAliasingStride = 2048, kGemmPacksFromRows = 384, kPanelColumnBytes = 64;
+    constexpr int64_t kAliasingStride = 2048, kGemmPacksFromRows = 384;
     int64_t minRows = packedOnce ? 8 : 64;
     if (call.dtype != DType::F32 || call.batch > 1 || call.transposeB || (call.n * 4) % kAliasingStride != 0 ||
         call.m < minRows)
@@ -470,12 +473,30 @@ struct OnednnCall::State {
     KILN_TRY(pd.create(desc, attr));
     std::string_view implementation = pd.implementation();
     bool gemmInPlace = implementation.starts_with("gemm:jit") && call.m < kGemmPacksFromRows;
-    bool brgemmInPlace = implementation.starts_with("brg") && pd.scratchpadBytes() < call.k * kPanelColumnBytes;
-    if (!gemmInPlace && !brgemmInPlace) return false;
+    bool brgemm = implementation.starts_with("brg");
+    if (!gemmInPlace && !brgemm) return false;
+    if (brgemm) {
+      Expected<bool> inPlace = brgemmReadsBInPlace(call);
+      if (!inPlace || !*inPlace) return inPlace;
+    }
     if (!packedOnce) return true;
     // Constant weights: only where oneDNN kept them in kiln's layout (else it packs them its way).
     const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, dnnl_query_weights_md, 0);
     return chosen && dnnl_memory_desc_equal(chosen, &plainB);
+  }
+
+  // Whether oneDNN's brgemm reads a plain f32 B of `call`'s shape where it lies: its scratchpad
+  // for the product of plain operands, without bias or post-op, has no room for a panel of B (one
+  // column of 64 bytes per row of B).
+  static Expected<bool> brgemmReadsBInPlace(const codegen::MatmulCall& call) {
+    constexpr int64_t kPanelColumnBytes = 64;
+    dnnl_memory_desc_t a = plainDesc({call.m, call.k}, dnnl_ab), b = plainDesc({call.k, call.n}, dnnl_ab);
+    dnnl_memory_desc_t c = plainDesc({call.m, call.n}, dnnl_ab);
+    dnnl_matmul_desc_t desc;
+    KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, &b, nullptr, &c);
+    PrimitiveDesc pd;
+    KILN_TRY(pd.create(&desc, PostOps()));
+    return pd.implementation().starts_with("brg") && pd.scratchpadBytes() < call.k * kPanelColumnBytes;
   }
 
   // Whether oneDNN's `implementation` of `call` takes its channels-last activations as kiln holds

@@ -355,7 +355,8 @@ TEST(Onednn, Bf16MatmulsRunInF32WhereOnednnHasNoBf16Kernel) {
 
 // B's rows a multiple of 2 KiB apart, A of a few hundred rows: where oneDNN's matmul reads B
 // where it lies (its gemm:jit always; its brgemm, on AVX-512, for some shapes: with oneDNN 2.6 at
-// k = 40 it copies B of 512 columns itself and reads B of 1536 in place), B is read from a copy
+// k = 40 it copies B of 512 columns itself and reads B of 1536 in place, with A plain or
+// transposed), B is read from a copy
 // with padded rows (reordered every run, or packed once when constant); the results are the
 // interpreter's either way.
 TEST(Onednn, AliasingRowsOfBAreReadPadded) {
@@ -375,6 +376,12 @@ TEST(Onednn, AliasingRowsOfBAreReadPadded) {
   return %e
 })", false, false},
       {R"(func @main(%a: f32[96,40], %b: f32[40,1536]) -> f32[96,1536] {
+  %c = matmul %a, %b
+  return %c
+})", false, true},
+      // A transposed (a weight gradient's X^T dY): brgemm copies A, and still reads B in place.
+      {R"(func @main(%x: f32[40,96], %b: f32[40,1536]) -> f32[96,1536] {
+  %a = transpose %x {perm = [1, 0]}
   %c = matmul %a, %b
   return %c
 })", false, true},
