@@ -475,14 +475,13 @@ struct OnednnCall::State {
     bool gemmInPlace = implementation.starts_with("gemm:jit") && call.m < kGemmPacksFromRows;
     bool brgemm = implementation.starts_with("brg");
     if (!gemmInPlace && !brgemm) return false;
-    if (brgemm) {
-      Expected<bool> inPlace = brgemmReadsBInPlace(call);
-      if (!inPlace || !*inPlace) return inPlace;
+    if (packedOnce) {
+      // Constant weights: only where oneDNN kept them in kiln's layout (else it packs them its way).
+      const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, dnnl_query_weights_md, 0);
+      return chosen && dnnl_memory_desc_equal(chosen, &plainB);
     }
-    if (!packedOnce) return true;
-    // Constant weights: only where oneDNN kept them in kiln's layout (else it packs them its way).
-    const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, dnnl_query_weights_md, 0);
-    return chosen && dnnl_memory_desc_equal(chosen, &plainB);
+    if (gemmInPlace) return true;
+    return brgemmReadsBInPlace(call);
   }
 
   // Whether oneDNN's brgemm reads a plain f32 B of `call`'s shape where it lies: its scratchpad
