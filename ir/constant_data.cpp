@@ -38,26 +38,49 @@ uint64_t mix(uint64_t x) {
 }
 }  // namespace
 
-uint64_t contentHash(const Tensor& t) {
-  // Four independent lanes over 32-byte blocks keep the multipliers busy; the type and length go
-  // in first, so equal bytes of different shapes hash apart. The last block is zero-padded.
-  uint64_t lanes[4] = {mix(std::hash<std::string>()(t.type().str())), mix(t.byteSize()), 0x9e3779b97f4a7c15ULL, 1};
-  const auto* p = static_cast<const uint8_t*>(t.data());
-  size_t n = t.byteSize();
-  for (size_t i = 0; i < n; i += 32) {
+namespace {
+// Four independent lanes over 32-byte blocks keep the multipliers busy; the type and length go in
+// first, so equal bytes of different shapes hash apart.
+struct Lanes {
+  uint64_t v[4];
+  explicit Lanes(const Tensor& t) : v{mix(std::hash<std::string>()(t.type().str())), mix(t.byteSize()), 0x9e3779b97f4a7c15ULL, 1} {}
+  // The `bytes` (at most 32) at `p`, zero-padded to a block.
+  void absorb(const uint8_t* p, size_t bytes) {
     uint64_t block[4] = {0, 0, 0, 0};
-    if (n - i >= 32)
-      std::memcpy(block, p + i, 32);  // a constant size: one load per word
+    if (bytes == 32)
+      std::memcpy(block, p, 32);  // a constant size: one load per word
     else
-      std::memcpy(block, p + i, n - i);
+      std::memcpy(block, p, bytes);
     for (int k = 0; k < 4; ++k) {
-      lanes[k] = (lanes[k] ^ block[k]) * 0x9fb21c651e98df25ULL;
-      lanes[k] ^= lanes[k] >> 29;
+      v[k] = (v[k] ^ block[k]) * 0x9fb21c651e98df25ULL;
+      v[k] ^= v[k] >> 29;
     }
   }
-  uint64_t h = 0;
-  for (uint64_t lane : lanes) h = mix(h ^ lane);
-  return h;
+  uint64_t finish() const {
+    uint64_t h = 0;
+    for (uint64_t lane : v) h = mix(h ^ lane);
+    return h;
+  }
+};
+}  // namespace
+
+uint64_t contentHash(const Tensor& t) {
+  Lanes lanes(t);
+  const auto* p = static_cast<const uint8_t*>(t.data());
+  size_t n = t.byteSize();
+  for (size_t i = 0; i < n; i += 32) lanes.absorb(p + i, std::min<size_t>(32, n - i));
+  return lanes.finish();
+}
+
+uint64_t sampledContentHash(const Tensor& t) {
+  constexpr size_t kSampledBlocks = 64, kBlock = 32;
+  size_t n = t.byteSize();
+  if (n <= kSampledBlocks * kBlock * 2) return contentHash(t);
+  Lanes lanes(t);
+  const auto* p = static_cast<const uint8_t*>(t.data());
+  // Blocks spread evenly from the first byte to the last block, which ends at the last byte.
+  for (size_t s = 0; s < kSampledBlocks; ++s) lanes.absorb(p + (n - kBlock) * s / (kSampledBlocks - 1), kBlock);
+  return lanes.finish();
 }
 
 }  // namespace kiln

@@ -34,4 +34,11 @@ const void* constantDataBytes(const Value* v);
 // cache's keys and the printer's summaries of large constants. Not cryptographic.
 uint64_t contentHash(const Tensor& t);
 
+// The same hash of a tensor's type and of a sample of its bytes: all of them up to 4 KiB, else 64
+// blocks of 32 bytes spread evenly from the first byte to the last. Equal tensors hash equal;
+// tensors that differ only outside the sample may collide. For cse's buckets, where a collision
+// costs one full comparison: hashing every byte of BERT's 440 MB of weights took 89 of its 875 ms
+// of compile.
+uint64_t sampledContentHash(const Tensor& t);
+
 }  // namespace kiln

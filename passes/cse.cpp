@@ -49,14 +49,14 @@ bool identical(const Op& a, const Op& b) {
 // Region ops would need their bodies compared structurally, and terminators are not values.
 bool isCandidate(const Op& op) { return op.numRegions() == 0 && op.info().cls != OpClass::Terminator; }
 
-// Operands, result shapes and, for a constant, its value: ops that differ only there (the many
-// scalar constants of a big graph, weights of equal shape) must not share a bucket, or finding a
-// match would be quadratic.
+// Operands, result shapes and, for a constant, its value (a sample of it: identical() compares
+// the rest): ops that differ only there (the many scalar constants of a big graph, weights of
+// equal shape) must not share a bucket, or finding a match would be quadratic.
 size_t hashOp(const Op& op) {
   size_t h = std::hash<int>()(static_cast<int>(op.kind()));
   for (Value* v : op.operands()) h = h * 31 + std::hash<const void*>()(v);
   for (Value* r : op.results()) h = h * 31 + std::hash<std::string>()(r->type().str());
-  if (op.kind() == OpKind::Constant) h = h * 31 + contentHash(op.attr("value").getDense());
+  if (op.kind() == OpKind::Constant) h = h * 31 + sampledContentHash(op.attr("value").getDense());
   return h;
 }
 

@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "codegen/compile_cache.h"
 #include "ir/compile_profile.h"
 #include "ir/constant_data.h"
+#include "passes/cse.h"
 #include "kiln_internal.h"
 #include "runtime/cuda/context.h"
 
@@ -83,6 +85,49 @@ TEST(ConstantData, ContentHashSeesEveryByteAndTheType) {
   Tensor reshaped(TensorType{DType::F32, {10, 10}});
   std::memcpy(reshaped.data(), a.data(), a.byteSize());
   EXPECT_NE(contentHash(a), contentHash(reshaped));
+}
+
+// cse buckets constants by a sample of their bytes (every byte up to 4 KiB); equal weights still
+// merge, and weights that differ only outside the sample still do not: the bucket's comparison
+// reads every byte.
+TEST(ConstantData, CseBucketsBySampledBytesAndComparesEveryOne) {
+  Tensor small(TensorType{DType::F32, {100}});
+  for (int64_t i = 0; i < 100; ++i) small.setDouble(i, static_cast<double>(i));
+  EXPECT_EQ(sampledContentHash(small), contentHash(small));
+  Tensor a(TensorType{DType::F32, {4096}});
+  for (int64_t i = 0; i < 4096; ++i) a.setDouble(i, static_cast<double>(i % 97));
+  Tensor unsampled = a, last = a;
+  unsampled.setDouble(20, -1.0);  // bytes 80-83: between the first block and the second (259-290)
+  last.setDouble(4095, -1.0);
+  EXPECT_EQ(sampledContentHash(a), sampledContentHash(unsampled));
+  EXPECT_NE(contentHash(a), contentHash(unsampled));
+  EXPECT_NE(sampledContentHash(a), sampledContentHash(last));
+  Tensor reshaped(TensorType{DType::F32, {64, 64}});
+  std::memcpy(reshaped.data(), a.data(), a.byteSize());
+  EXPECT_NE(sampledContentHash(a), sampledContentHash(reshaped));
+
+  auto literal = [](const Tensor& t) {
+    std::string s = "[";
+    for (int64_t i = 0; i < t.numElements(); ++i) s += fmt::format("{}{}", i ? ", " : "", t.getDouble(i));
+    return s + "]";
+  };
+  auto constantsAfterCse = [&](const Tensor& first, const Tensor& second) {
+    auto m = parse(fmt::format(R"(func @main() -> (f32[4096], f32[4096]) {{
+  %p = constant {} : f32[4096]
+  %q = constant {} : f32[4096]
+  return %p, %q
+}}
+)", literal(first), literal(second)));
+    if (!m) return -1;
+    passes::PassContext context;
+    if (!passes::eliminateCommonSubexpressions(*m, context).ok()) return -1;
+    int constants = 0;
+    walkOps(m->entry()->body(), [&](const Op* op) { constants += op->kind() == OpKind::Constant; });
+    return constants;
+  };
+  EXPECT_EQ(constantsAfterCse(a, a), 1) << "equal weights not merged";
+  EXPECT_EQ(constantsAfterCse(a, unsampled), 2) << "weights differing outside the sample merged";
+  EXPECT_EQ(constantsAfterCse(a, last), 2);
 }
 
 class ConstantDataRun : public ::testing::TestWithParam<codegen::Target> {};
