@@ -44,37 +44,38 @@ void setLoopId(llvm::Instruction* latch, std::vector<llvm::Metadata*> hints) {
   latch->setMetadata(llvm::LLVMContext::MD_loop, loopId);
 }
 
+// A loop hint: its name alone (a flag such as unroll.disable), or its name and a value.
+llvm::Metadata* hintNode(llvm::LLVMContext& c, const char* name) { return llvm::MDNode::get(c, {llvm::MDString::get(c, name)}); }
+llvm::Metadata* hintNode(llvm::LLVMContext& c, const char* name, llvm::Constant* value) {
+  return llvm::MDNode::get(c, {llvm::MDString::get(c, name), llvm::ConstantAsMetadata::get(value)});
+}
+llvm::Metadata* hintNode(llvm::LLVMContext& c, const char* name, int64_t value) {
+  return hintNode(c, name, llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), static_cast<uint64_t>(value)));
+}
+
 }  // namespace
 
 void setLoopHints(llvm::Instruction* latch, int width, int interleave, bool rolledUntilVectorised) {
   if (width <= 0 && interleave <= 0) return;
   llvm::LLVMContext& c = latch->getContext();
-  auto hint = [&c](const char* name, llvm::Constant* value) -> llvm::Metadata* {
-    return llvm::MDNode::get(c, {llvm::MDString::get(c, name), llvm::ConstantAsMetadata::get(value)});
-  };
-  llvm::Type* i32 = llvm::Type::getInt32Ty(c);
   std::vector<llvm::Metadata*> hints;
   if (width > 0) {
-    hints.push_back(hint("llvm.loop.vectorize.width", llvm::ConstantInt::get(i32, static_cast<uint64_t>(width))));
-    hints.push_back(hint("llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
+    hints.push_back(hintNode(c, "llvm.loop.vectorize.width", width));
+    hints.push_back(hintNode(c, "llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
   }
   if (width > 0 && rolledUntilVectorised) {
     // The loops the vectoriser makes (the vector loop and the remainder) carry only its "done"
     // mark, free to be unrolled then.
-    llvm::Metadata* vectorised = hint("llvm.loop.isvectorized", llvm::ConstantInt::get(i32, 1));
-    hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")}));
+    llvm::Metadata* vectorised = hintNode(c, "llvm.loop.isvectorized", 1);
+    hints.push_back(hintNode(c, "llvm.loop.unroll.disable"));
     for (const char* followup : {"llvm.loop.vectorize.followup_vectorized", "llvm.loop.vectorize.followup_epilogue"})
       hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, followup), vectorised}));
   }
-  if (interleave > 0)
-    hints.push_back(hint("llvm.loop.interleave.count", llvm::ConstantInt::get(i32, static_cast<uint64_t>(interleave))));
+  if (interleave > 0) hints.push_back(hintNode(c, "llvm.loop.interleave.count", interleave));
   setLoopId(latch, std::move(hints));
 }
 
-void keepRolled(llvm::Instruction* latch) {
-  llvm::LLVMContext& c = latch->getContext();
-  setLoopId(latch, {llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")})});
-}
+void keepRolled(llvm::Instruction* latch) { setLoopId(latch, {hintNode(latch->getContext(), "llvm.loop.unroll.disable")}); }
 
 void keepVectorLoopRolled(llvm::Instruction* latch) {
   llvm::LLVMContext& c = latch->getContext();
@@ -87,10 +88,8 @@ void keepVectorLoopRolled(llvm::Instruction* latch) {
       if (!name || name->getString() != kFollowup) hints.push_back(hint.get());
     }
   // A followup names every attribute of the loop it makes: the vectoriser's mark, and no unrolling.
-  llvm::Metadata* vectorised = llvm::MDNode::get(
-      c, {llvm::MDString::get(c, "llvm.loop.isvectorized"), llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(c), 1))});
-  llvm::Metadata* rolled = llvm::MDNode::get(c, {llvm::MDString::get(c, "llvm.loop.unroll.disable")});
-  hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, kFollowup), vectorised, rolled}));
+  hints.push_back(llvm::MDNode::get(c, {llvm::MDString::get(c, kFollowup), hintNode(c, "llvm.loop.isvectorized", 1),
+                                        hintNode(c, "llvm.loop.unroll.disable")}));
   setLoopId(latch, std::move(hints));
 }
 

@@ -34,14 +34,19 @@ namespace {
 // The extra functions, by libm name: float and double.
 const char* const kExtraFunctions[] = {"tanh", "erf", "log1p", "asin", "acos", "atan"};
 
-// Every function that may be given AVX-512 variants, by libm name, with how many arguments it
-// takes; and those of them LLVM also calls as intrinsics (llvm.exp.f64, ...).
-const std::pair<const char*, int> kWideFunctions[] = {
-    {"sin", 1},   {"cos", 1},  {"tan", 1},   {"exp", 1},   {"exp2", 1},  {"expm1", 1}, {"log", 1},
-    {"log2", 1},  {"log10", 1}, {"log1p", 1}, {"sinh", 1},  {"cosh", 1},  {"tanh", 1},  {"asin", 1},
-    {"acos", 1},  {"atan", 1}, {"asinh", 1}, {"acosh", 1}, {"atanh", 1}, {"cbrt", 1},  {"erf", 1},
-    {"erfc", 1},  {"pow", 2},  {"atan2", 2}, {"hypot", 2}};
-const char* const kWideIntrinsics[] = {"sin", "cos", "tan", "exp", "exp2", "log", "log2", "log10", "pow"};
+// Every function that may be given AVX-512 variants, by libm name: how many arguments it takes,
+// and whether LLVM also calls it as an intrinsic (llvm.exp.f64, ...).
+struct WideFunction {
+  const char* name;
+  int arity;
+  bool intrinsic;
+};
+const WideFunction kWideFunctions[] = {
+    {"sin", 1, true},    {"cos", 1, true},    {"tan", 1, true},    {"exp", 1, true},    {"exp2", 1, true},
+    {"expm1", 1, false}, {"log", 1, true},    {"log2", 1, true},   {"log10", 1, true},  {"log1p", 1, false},
+    {"sinh", 1, false},  {"cosh", 1, false},  {"tanh", 1, false},  {"asin", 1, false},  {"acos", 1, false},
+    {"atan", 1, false},  {"asinh", 1, false}, {"acosh", 1, false}, {"atanh", 1, false}, {"cbrt", 1, false},
+    {"erf", 1, false},   {"erfc", 1, false},  {"pow", 2, true},    {"atan2", 2, false}, {"hypot", 2, false}};
 
 // Whether the process can resolve `symbol` (libmvec loaded: a version of glibc without the
 // function leaves it unmapped, so kernels call the scalar one).
@@ -85,12 +90,10 @@ void addExtra(llvm::TargetLibraryInfoImpl& tlii, bool avx2, bool avx512) {
       for (char isa : {'b', 'd'})
         if (isa == 'b' || avx2) mappings.add(std::string(base) + (isFloat ? "f" : ""), base, isFloat, isa, 1);
   if (avx512)
-    for (auto [base, arity] : kWideFunctions)
+    for (const WideFunction& f : kWideFunctions)
       for (bool isFloat : {true, false}) {
-        mappings.add(std::string(base) + (isFloat ? "f" : ""), base, isFloat, 'e', arity);
-        for (const char* intrinsic : kWideIntrinsics)
-          if (std::string(intrinsic) == base)
-            mappings.add(std::string("llvm.") + base + (isFloat ? ".f32" : ".f64"), base, isFloat, 'e', arity);
+        mappings.add(std::string(f.name) + (isFloat ? "f" : ""), f.name, isFloat, 'e', f.arity);
+        if (f.intrinsic) mappings.add(std::string("llvm.") + f.name + (isFloat ? ".f32" : ".f64"), f.name, isFloat, 'e', f.arity);
       }
   tlii.addVectorizableFunctions(mappings.descs());
 }
