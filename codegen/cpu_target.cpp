@@ -2,10 +2,12 @@
 #include "codegen/cpu_target.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 
 #include "codegen/late_inline.h"
 #include "codegen/loop_hints.h"
+#include "codegen/row_block.h"
 #include "codegen/streaming_stores.h"
 #include "codegen/llvm_pipeline.h"
 #include "codegen/vector_math.h"
@@ -520,6 +522,11 @@ bool CpuTarget::streamsOutput(int64_t outputBytes, int64_t readBytes, int64_t wr
 
 int CpuTarget::loopInterleave(int64_t trips, int64_t mathBefore) const {
   return inlineMath_ > mathBefore ? interleaveCount(trips, floatSumLanes()) : 0;
+}
+
+int64_t CpuTarget::rowsPerItem(const KernelGroup& group) const {
+  static const bool off = std::getenv("KILN_ROW_BLOCKS") && std::string(std::getenv("KILN_ROW_BLOCKS")) == "0";
+  return off ? 1 : rowBlockRows(group, floatSumLanes());
 }
 
 int CpuTarget::floatSumLanes() const {

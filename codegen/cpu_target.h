@@ -34,6 +34,7 @@ class CpuTarget : public TargetHooks {
                              const std::vector<ItemPart>& parts, const WorkItemBodyFn& body) override;
   int elementsPerItem(size_t /*widestElementBytes*/) const override { return 1; }
   int rowLanes(const KernelGroup&) const override { return 1; }
+  int64_t rowsPerItem(const KernelGroup& group) const override;
   bool reassociatesSums() const override { return true; }
   int floatSumLanes() const override;
   // Interleaved only where the body computed an inline exp or tanh (each ~25 dependent

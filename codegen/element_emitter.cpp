@@ -192,6 +192,12 @@ Index ElementEmitter::broadcastIndex(const Index& index, const Shape& from, cons
 Values ElementEmitter::loop(int64_t count, Values init, const LoopBody& body) {
   if (count <= 0) return init;
   if (count == 1) return body(i64(0), init);
+  if (rowBlock_ && count <= kRowBlockUnrolledTrips) {
+    // Straight-line code, and no latch for hints to land on (lastLoopLatch: null).
+    for (int64_t iv = 0; iv < count; ++iv) init = body(i64(iv), init);
+    latches_.push_back(nullptr);
+    return init;
+  }
   return loop(i64(count), std::move(init), body);
 }
 
@@ -255,6 +261,7 @@ llvm::Value* ElementEmitter::accumulateRun(const Accumulation& acc, llvm::Value*
 }
 
 void ElementEmitter::hintVectorLoop(int64_t count, int lanes, int64_t mathBefore) {
+  if (!lastLoopLatch()) return;  // unrolled (a row block's)
   int interleave = target_.loopInterleave(count, mathBefore);
   // Kept rolled only where the body is one block: a loop with a branch in it (a check that
   // raises a kernel error) LLVM may not vectorise at all, and kept rolled it would only lose its
@@ -263,6 +270,13 @@ void ElementEmitter::hintVectorLoop(int64_t count, int lanes, int64_t mathBefore
   bool shortLoop = count <= kMaxFullyUnrolledTrips && latch->getSuccessor(0) == latch->getParent();
   if (shortLoop && interleave == 0) interleave = shortLoopInterleave(count, lanes);
   setLoopHints(latch, lanes, interleave, /*rolledUntilVectorised=*/shortLoop);
+}
+
+llvm::Value* ElementEmitter::rowBlockSlot(const Value* v, llvm::Value* k) {
+  auto it = rowBlock_->tiles.find(v);
+  if (it == rowBlock_->tiles.end()) return nullptr;
+  llvm::Value* slot = b.CreateAdd(b.CreateMul(k, i64(rowBlock_->rows)), rowBlock_->lane);
+  return b.CreateInBoundsGEP(storageType(v->type().dtype), it->second, slot);
 }
 
 llvm::Instruction* ElementEmitter::lastLoopLatch() {
@@ -336,10 +350,24 @@ llvm::Value* ElementEmitter::ifElse(llvm::Value* cond, const std::function<llvm:
 
 void ElementEmitter::raiseIf(llvm::Value* cond, int error) {
   if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond); c && c->isZero()) return;
+  if (rowBlock_) {
+    // A row block's lanes note their first error in a slot of their own, with no branch, which
+    // would keep the vectoriser from the loop over the lanes; emitRowBlock raises them after it.
+    llvm::Value* slot = b.CreateInBoundsGEP(b.getInt32Ty(), rowBlock_->errors, rowBlock_->lane);
+    llvm::Value* first = b.CreateLoad(b.getInt32Ty(), slot);
+    llvm::Value* code = b.CreateSelect(cond, b.getInt32(static_cast<uint32_t>(error + 1)), b.getInt32(0));
+    b.CreateStore(b.CreateSelect(b.CreateICmpNE(first, b.getInt32(0)), first, code), slot);
+    rowBlock_->raises = true;
+    return;
+  }
+  raiseCode(cond, b.getInt32(static_cast<uint32_t>(error + 1)));
+}
+
+void ElementEmitter::raiseCode(llvm::Value* cond, llvm::Value* code) {
   ifThen(cond, [&] {
     // Atomic, so racing elements are well defined; whichever error lands first is reported.
-    b.CreateAtomicCmpXchg(status_, b.getInt32(0), b.getInt32(static_cast<uint32_t>(error + 1)), llvm::MaybeAlign(4),
-                          llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
+    b.CreateAtomicCmpXchg(status_, b.getInt32(0), code, llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic,
+                          llvm::AtomicOrdering::Monotonic);
     return Values{};
   }, {});
 }
@@ -354,8 +382,16 @@ llvm::Value* ElementEmitter::load(int input, const Index& index) {
   // shape read at the current element: its linear index is the element's own, which keeps
   // neighbouring elements' loads visibly contiguous.
   bool current = currentLinear_ && v->type().shape == currentShape_ && index == currentIndex_;
-  llvm::Value* linear = current ? currentLinear_ : linearize(index, v->type().shape);
-  llvm::Value* ptr = b.CreateInBoundsGEP(storage, buffers_[static_cast<size_t>(input)], linear);
+  llvm::Value* ptr = nullptr;
+  // In a row block, an input with a tile read in the current row: from the tile.
+  const size_t rowRank = group_.rows.size();
+  if (rowBlock_ && index.size() == rowRank + group_.inner.size() &&
+      std::equal(rowBlock_->rowIndex.begin(), rowBlock_->rowIndex.end(), index.begin()))
+    ptr = rowBlockSlot(v, linearize(Index(index.begin() + static_cast<ptrdiff_t>(rowRank), index.end()), group_.inner));
+  if (!ptr) {
+    llvm::Value* linear = current ? currentLinear_ : linearize(index, v->type().shape);
+    ptr = b.CreateInBoundsGEP(storage, buffers_[static_cast<size_t>(input)], linear);
+  }
   llvm::Value* loaded = b.CreateLoad(storage, ptr);
   // A bf16 load widened by integer code stays an i16 load: widened by the target's conversion,
   // InstCombine would make it a bfloat load, and NVPTX splits the vectors of those that the
@@ -1078,7 +1114,7 @@ int64_t ElementEmitter::rowElementsPerStep() const {
 Values ElementEmitter::mathLoop(int64_t count, Values init, const LoopBody& body) {
   int64_t mathBefore = target_.inlineMathEmitted();
   Values out = loop(count, std::move(init), body);
-  if (count > 1)
+  if (count > 1 && lastLoopLatch())
     if (int interleave = target_.loopInterleave(count, mathBefore)) setLoopHints(lastLoopLatch(), 0, interleave);
   return out;
 }
@@ -1195,7 +1231,7 @@ llvm::Value* ElementEmitter::rowScratchFor(const Value* operand) {
   // Worth keeping: computed in the kernel (an input is a load either way), at every element of
   // the row (not broadcast along it), and the row short enough for the stack.
   int64_t n = group_.rowLength();
-  if (inputIndex_.count(operand) || !operand->definingOp() || n > kRowScratchElements ||
+  if (rowBlock_ || inputIndex_.count(operand) || !operand->definingOp() || n > kRowScratchElements ||
       operand->type().numElements() != group_.numRows() * n)
     return nullptr;
   for (const auto& [v, scratch] : rowScratch_)
@@ -1243,6 +1279,7 @@ std::vector<ElementEmitter::RowInvariantLoads> ElementEmitter::loadRowInvariantI
 }
 
 void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
+  rowCache_.clear();  // a row block's last rows come after its lanes' code (emitRowBlock)
   Index rowIndex = delinearize(row, group_.rows);
   int64_t n = group_.rowLength();
   auto fullIndex = [&](llvm::Value* k) {
@@ -1255,7 +1292,8 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   full.insert(full.end(), group_.inner.begin(), group_.inner.end());
   std::vector<RowInvariantLoads> invariant = loadRowInvariantInputs(lane, fullIndex, full);
   // The CPU's second pass over the row also fetches the next row's inputs (row_prefetch.h).
-  std::optional<RowPrefetch> prefetch = target_.prefetchesNextRow() ? rowPrefetchFor(group_) : std::nullopt;
+  std::optional<RowPrefetch> prefetch = target_.prefetchesNextRow() && !rowBlock_ ? rowPrefetchFor(group_) : std::nullopt;
+  if (rowBlock_) rowBlock_->rowIndex = rowIndex;
   int passes = 0;
   auto prefetchingPass = [&] { return ++passes == 2 && prefetch; };
   // The row values, in program order, so each finds the ones it reads already cached.
@@ -1317,7 +1355,13 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
       llvm::Type* type = computeType(v->type().dtype);
       preloaded_.push_back({{v, index}, b.CreateLoad(type, b.CreateInBoundsGEP(type, scratch, k))});
     }
-    for (size_t k2 : fullOutputs) storeOutput(k2, linear, emit(group_.outputs[k2], currentIndex_));
+    for (size_t k2 : fullOutputs) {
+      llvm::Value* value = emit(group_.outputs[k2], currentIndex_);
+      if (llvm::Value* slot = rowBlock_ ? rowBlockSlot(group_.outputs[k2], k) : nullptr)
+        b.CreateStore(toStorage(value, group_.outputs[k2]->type().dtype), slot);
+      else
+        storeOutput(k2, linear, value);
+    }
     preloaded_.resize(preloaded);
   };
   if (prefetchingPass()) {

@@ -82,6 +82,11 @@ class ElementEmitter {
   // Row kernels: row `row`, on lane `lane` of the target's rowLanes(): the row values once (each
   // reduction accumulated per lane, then combined across lanes), then the row's full outputs.
   void emitRow(llvm::Value* row, llvm::Value* lane);
+  // CPU row kernels over short rows (row_block.h): block `item` of `rows` rows side by side. The
+  // inputs of the full shape are moved into stack tiles, column by column, each row's code runs in
+  // a loop over the block's rows that LLVM widens to one row per lane, and the outputs' tiles are
+  // moved back. A last block of fewer rows goes row by row.
+  void emitRowBlock(llvm::Value* item, int64_t rows);
 
   // The value of `v` at `index`, in its compute type, rounded to its dtype.
   llvm::Value* emit(const Value* v, const Index& index);
@@ -183,6 +188,9 @@ class ElementEmitter {
                       const std::function<llvm::Value*()>& otherwise);
   // Raises kernel error `error` (an ErrorTable index) where `cond` holds; the first error wins.
   void raiseIf(llvm::Value* cond, int error);
+  // Stores `code` (1 + an ErrorTable index, i32) into the error word where `cond` holds and it
+  // holds no error yet.
+  void raiseCode(llvm::Value* cond, llvm::Value* code);
   int addError(const Op& op, const std::string& message) { return errors_.add(op, message); }
   TargetHooks& target() { return target_; }
   // Name for module-level data of this kernel (dense constants).
@@ -278,6 +286,26 @@ class ElementEmitter {
   Values reduceRow(llvm::Value* lane, const Values& init, const std::function<Values(llvm::Value* k, const Values&)>& add,
                    const std::function<Values(const Values&, const Values&)>& combine);
   void forEachInRow(llvm::Value* lane, const std::function<void(llvm::Value* k)>& body);
+
+  // emitRowBlock's, while it emits the code of the block's row `lane`: the row's index (its row
+  // dims) and the stack tiles of the full-shaped inputs and outputs, element k of the row at
+  // tile[k * rows + lane]. Inside, loops of a few constant trips are unrolled (loop()), so that
+  // the loop over the lanes is an innermost loop the vectoriser widens, and the row's passes keep
+  // nothing on the stack and fetch nothing ahead.
+  struct RowBlock {
+    int64_t rows = 0;
+    llvm::Value* lane = nullptr;
+    Index rowIndex;
+    std::map<const Value*, llvm::Value*> tiles;  // lookup only
+    // Each lane's first error (raiseIf: 1 + its index, 0 for none), i32[rows] on the stack, and
+    // whether the rows' code can raise one.
+    llvm::Value* errors = nullptr;
+    bool raises = false;
+  };
+  std::optional<RowBlock> rowBlock_;
+  static constexpr int64_t kRowBlockUnrolledTrips = 64;
+  // The address of element `k` of the block's current row in `v`'s tile; null where `v` has none.
+  llvm::Value* rowBlockSlot(const Value* v, llvm::Value* k);
 
   // setItemPart's, in elements: the item's first element, its column and the row's length.
   llvm::Value* item_ = nullptr;

@@ -159,7 +159,7 @@ int64_t windowColumnsOf(const KernelGroup& group, const Segment& segment, const 
 }
 
 int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
-  if (group.kind == KernelKind::Row) return group.numRows();
+  if (group.kind == KernelKind::Row) return (group.numRows() + target.rowsPerItem(group) - 1) / target.rowsPerItem(group);
   if (auto tile = transposeTileOf(group, target)) return tile->tiles();
   if (auto tile = registerTileOf(group, target)) return tile->tiles();
   if (auto tile = matmulTileOf(group, target)) return tile->tiles();
@@ -173,7 +173,8 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
 }
 
 int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) {
-  if (group.kind == KernelKind::Row || transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
+  if (group.kind == KernelKind::Row) return target.rowsPerItem(group);
+  if (transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
   if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItemRows(*rows) * kCpuMatmulColumns;
   if (registerTileOf(group, target)) return kTile * kTile;
   int64_t most = elementsPerItem(group, target);
@@ -241,6 +242,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
           if (part >= 0 && columns[static_cast<size_t>(part)])
             emitter.emitColumnTileItem(static_cast<size_t>(part), *columns[static_cast<size_t>(part)], item);
           else if (part >= 0) emitter.emitSegmentItem(static_cast<size_t>(part), item);
+          else if (row && target.rowsPerItem(*group) > 1) emitter.emitRowBlock(item, target.rowsPerItem(*group));
           else if (row) emitter.emitRow(item, lane);
           else if (transposed) emitter.emitTileItem(*transposed, item, lane);
           else if (registerTile) emitter.emitRegisterTileItem(*registerTile, item);

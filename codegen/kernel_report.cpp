@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "codegen/column_reduction.h"
+#include "codegen/cpu_target.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/library_call.h"
 #include "codegen/nvptx_target.h"
@@ -37,8 +38,12 @@ std::string gpuStrategy(const KernelGroup& group) {
 }
 
 // How the CPU walks the kernel, where that is not element by element, row by row
-// (column_reduction.h, matmul_tile.h).
+// (column_reduction.h, matmul_tile.h, row_block.h).
 std::string cpuStrategy(const KernelGroup& group) {
+  if (group.kind == KernelKind::Row) {
+    int64_t rows = CpuTarget().rowsPerItem(group);
+    return rows > 1 ? std::to_string(rows) + " rows side by side, one per vector lane" : "";
+  }
   if (group.kind != KernelKind::Loop) return "";
   if (auto tile = cpuMatmulRows(group))
     return "matmul blocks of " + std::to_string(cpuMatmulItemRows(*tile)) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, B packed " +

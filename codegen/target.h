@@ -97,6 +97,9 @@ class TargetHooks {
   // How many threads share one row of the row kernel `group`: 1 on the CPU; on the GPU a warp (32),
   // or a whole block for rows too few for their warps to fill the device (nvptx_target.h).
   virtual int rowLanes(const KernelGroup& group) const = 0;
+  // How many rows of the row kernel `group` one work item computes side by side, one per vector
+  // lane (row_block.h): on the CPU, rows shorter than two vectors; 1 elsewhere.
+  virtual int64_t rowsPerItem(const KernelGroup& /*group*/) const { return 1; }
   // The value `v` (i32, i64, float or double) of the lane whose index is this lane's XOR
   // `laneMask`, for butterfly reductions across a warp's lanes. Only called when rowLanes() > 1.
   virtual llvm::Value* shuffleXor(llvm::IRBuilder<>& b, llvm::Value* v, int laneMask) = 0;

@@ -4,7 +4,9 @@
 #include <regex>
 
 #include "codegen/kernel_emitter.h"
+#include "codegen/cpu_target.h"
 #include "codegen/kernel_plan.h"
+#include "codegen/row_block.h"
 #include "codegen/row_prefetch.h"
 #include "passes/pass_manager.h"
 #include "tests/unit/codegen/cpu_test_util.h"
@@ -191,6 +193,115 @@ TEST(CpuOps, RowKernelsFetchTheNextRowInTheirSecondPass) {
       DiffOptions o{accumulateTolerance(), 3, true};
       expectSameAsInterpreter(*m->entry(), o);
     }
+}
+
+// How many rows each work item of `text`'s row kernels (after fusion) takes side by side on this
+// host (row_block.h); 0 where there is no row kernel or they differ.
+int64_t rowsPerItemOf(const std::string& text) {
+  auto m = parseOrFail(text);
+  if (!m) return 0;
+  Status fused = passes::runPasses(*m, passes::defaultPipeline());
+  EXPECT_TRUE(fused.ok()) << fused.error().str();
+  auto plan = codegen::planFunction(*m->entry());
+  codegen::CpuTarget target;
+  int64_t rows = 0;
+  for (const codegen::KernelGroup* group : plan->allGroups()) {
+    if (group->kind != codegen::KernelKind::Row) continue;
+    if (rows && rows != target.rowsPerItem(*group)) return 0;
+    rows = target.rowsPerItem(*group);
+  }
+  return rows;
+}
+
+TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
+  const int64_t lanes = codegen::CpuTarget().floatSumLanes();
+  auto softmaxOf = [](int64_t rows, int64_t n) {
+    std::string x = "f32[" + std::to_string(rows) + "," + std::to_string(n) + "]";
+    return "func @main(%x: " + x + ") -> " + x + " {\n  %y = softmax %x\n  return %y\n}\n";
+  };
+  // Rows shorter than two vectors, but not exactly one; and a block's worth of them at least.
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 10)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 2 * lanes - 1)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, lanes)), 1);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 2 * lanes)), 1);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(lanes - 1, 10)), 1);
+
+  // Every kernel kind a row can hold, against the interpreter: rows of 2 up to 31 (both sides of
+  // AVX2's 8 lanes and AVX-512's 16), row counts with a short last block (37 = 2 * 16 + 5) and
+  // without (64), NaN and infinities among the inputs.
+  const std::string rms = "  %q = mul %x, %x\n  %m = reduce_mean %q {axes = [-1], keepdims = true}\n"
+                          "  %r = rsqrt %m\n  %y = mul %x, %r\n";
+  for (const auto& [rows, n] : std::vector<std::pair<std::string, std::string>>{
+           {"37", "2"}, {"37", "5"}, {"37", "10"}, {"64", "10"}, {"37", "15"}, {"37", "17"}, {"37", "31"}}) {
+    SCOPED_TRACE(rows + " rows of " + n);
+    for (const char* t : kFloatTypes) {
+      std::string x = std::string(t) + "[" + rows + "," + n + "]";
+      for (const char* op : {"softmax %x", "log_softmax %x"}) check("%x: " + x, op, {accumulateTolerance(), 1, true});
+      check("%x: " + x + ", %s: " + t + "[" + n + "], %b: " + t + "[" + n + "]", "layer_norm %x, %s, %b",
+            {accumulateTolerance(), 2, true});
+      auto m = parseOrFail("func @main(%x: " + x + ") -> " + x + " {\n" + rms + "  return %y\n}\n");
+      ASSERT_TRUE(m);
+      expectSameAsInterpreter(*m->entry(), {accumulateTolerance(), 3, true});
+    }
+    for (const char* t : {"i8", "i64", "bf16", "f32", "f64"}) {
+      std::string x = std::string(t) + "[" + rows + "," + n + "]";
+      for (const char* op : {"argmax %x {axis = 1}", "argmin %x {axis = 1, keepdims = true}"})
+        check("%x: " + x, op, {{}, 4, true});
+    }
+  }
+  // Rows of several dims; an input per row and one every row shares; the row's own results (a
+  // sum, a max) beside the full ones; ints.
+  auto mixed = parseOrFail(R"(func @main(%x: f32[2,3,11,7], %m: f32[2,3,11,1], %g: f32[7]) -> (f32[2,3,11,7], f32[2,3,11], f32[2,3,11,1]) {
+  %a = mul %x, %m
+  %b = add %a, %g
+  %s = reduce_sum %b {axes = [3]}
+  %t = reduce_max %b {axes = [3], keepdims = true}
+  %d = sub %b, %t
+  %e = exp %d
+  return %e, %s, %t
+}
+)");
+  ASSERT_TRUE(mixed);
+  expectSameAsInterpreter(*mixed->entry(), {accumulateTolerance(), 5, true});
+  check("%x: i32[53,6]", "reduce_max %x {axes = [1], keepdims = true}");
+  auto ints = parseOrFail(R"(func @main(%x: i64[40,9]) -> i64[40,9] {
+  %m = reduce_min %x {axes = [1], keepdims = true}
+  %y = sub %x, %m
+  return %y
+}
+)");
+  ASSERT_TRUE(ints);
+  expectSameAsInterpreter(*ints->entry());
+}
+
+TEST(CpuOps, ARowBlocksLabelOutOfRangeIsRaisedWhereverItsRowIs) {
+  // A cross entropy over 10 classes: its label checks run in every lane of a block without a
+  // branch, and are raised after the block (ElementEmitter::raiseIf); the last, short block goes
+  // row by row. A bad label in either, or none.
+  auto m = parseOrFail(R"(func @main(%x: f32[37,10], %l: i64[37]) -> f32[] {
+  %y = softmax_cross_entropy %x, %l
+  return %y
+}
+)");
+  ASSERT_TRUE(m);
+  codegen::CompileOptions options;
+  options.target = codegen::Target::Cpu;
+  auto exe = Executable::compile(*m->entry(), options);
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  std::vector<Tensor> inputs = randomInputs(*m->entry(), 7);
+  for (int64_t bad : {-1, 20, 35}) {
+    SCOPED_TRACE("bad label in row " + std::to_string(bad));
+    for (int64_t r = 0; r < 37; ++r) inputs[1].setInt(r, r == bad ? 10 + r : r % 10);
+    auto want = interpret(*m->entry(), inputs);
+    auto got = (*exe)->run(inputs);
+    ASSERT_EQ(want.ok(), got.ok()) << (got.ok() ? want.error().str() : got.error().str());
+    if (!got.ok()) {
+      EXPECT_EQ(got.error().str(), want.error().str());
+      EXPECT_NE(got.error().str().find("index " + std::to_string(bad)), std::string::npos) << got.error().str();
+    } else {
+      EXPECT_EQ(compareTensors((*want)[0], (*got)[0], accumulateTolerance()), "");
+    }
+  }
 }
 
 TEST(CpuOps, Matmul) {
