@@ -2,7 +2,6 @@
 #include "codegen/cpu_target.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 
 #include "codegen/late_inline.h"
@@ -524,10 +523,7 @@ int CpuTarget::loopInterleave(int64_t trips, int64_t mathBefore) const {
   return inlineMath_ > mathBefore ? interleaveCount(trips, floatSumLanes()) : 0;
 }
 
-int64_t CpuTarget::rowsPerItem(const KernelGroup& group) const {
-  static const bool off = std::getenv("KILN_ROW_BLOCKS") && std::string(std::getenv("KILN_ROW_BLOCKS")) == "0";
-  return off ? 1 : rowBlockRows(group, floatSumLanes());
-}
+int64_t CpuTarget::rowsPerItem(const KernelGroup& group) const { return rowBlockRows(group, floatSumLanes()); }
 
 int CpuTarget::floatSumLanes() const {
   static const int lanes = hostHasAvx512() ? 16 : hostHas("avx") ? 8 : 4;  // 512-, 256- or 128-bit vectors
