@@ -12,6 +12,7 @@
 #include "passes/canonicalize.h"
 #include "passes/channels_last.h"
 #include "passes/conv_as_matmul.h"
+#include "passes/matvec_as_rows.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/fold_conv_affine.h"
@@ -45,6 +46,9 @@ const std::vector<PassInfo>& registeredPasses() {
       {"conv-as-matmul",
        "rewrite 1x1 convolutions over a 1x1 image (squeeze-and-excite, classifier heads) as matmuls (CPU pipeline only)",
        rewriteConvAsMatmul},
+      {"matvec-as-rows",
+       "rewrite a matrix times a vector as a row reduction of products summed in double (CPU pipeline only)",
+       rewriteMatvecAsRows},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
       {"split-reductions",
        "split reductions that would leave a GPU idle (full, few long rows, columns) into stages (GPU pipeline only)",
@@ -75,13 +79,15 @@ const PassInfo* findPass(std::string_view name) {
 
 const std::vector<std::string>& defaultPipeline(bool forGpu) {
   // Simplify, expose primitives, batch maps, clean up, fold batch norm into convolutions, (on the
-  // CPU, run them channels-last and 1x1 ones on a 1x1 image as matmuls,) cut reductions that would leave the device idle into stages,
+  // CPU, run them channels-last and 1x1 ones on a 1x1 image as matmuls, a matrix times a vector as
+  // rows,) cut reductions that would leave the device idle into stages,
   // group what is left into kernels, let kernels equal but for a constant
   // share one compile, then start each collective as early as its inputs allow.
   static const std::vector<std::string> host = {"canonicalize",         "decompose",      "vectorize",
                                                 "cse",                  "fold-conv-affine", "dce",
-                                                "channels-last",        "conv-as-matmul", "split-reductions-cpu",
-                                                "fusion",               "share-kernels",  "schedule-collectives"};
+                                                "channels-last",        "conv-as-matmul", "matvec-as-rows",
+                                                "split-reductions-cpu", "fusion",         "share-kernels",
+                                                "schedule-collectives"};
   static const std::vector<std::string> gpu = {"canonicalize", "decompose", "vectorize", "cse", "fold-conv-affine", "dce",
                                                "split-reductions", "fusion", "share-kernels", "schedule-collectives"};
   return forGpu ? gpu : host;
