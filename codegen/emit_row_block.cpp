@@ -32,7 +32,7 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
       llvm::Value* tile = atEntry.CreateAlloca(vector, i64(n), "row.block.in");
       std::vector<llvm::Value*> loaded;
       for (llvm::Value* p : blockVectors(t, buffers_[i])) loaded.push_back(b.CreateAlignedLoad(vector, p, elementAlign(t)));
-      std::vector<llvm::Value*> columns = permuteAcrossVectors(b, loaded, rowsToColumns(rows, n));
+      std::vector<llvm::Value*> columns = rowsToColumns(b, loaded, rows);
       for (int64_t k = 0; k < n; ++k) b.CreateStore(columns[static_cast<size_t>(k)], b.CreateConstInBoundsGEP1_64(vector, tile, static_cast<uint64_t>(k)));
       block.tiles[v] = tile;
     }
@@ -81,7 +81,7 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
       std::vector<llvm::Value*> columns;
       for (int64_t c = 0; c < n; ++c)
         columns.push_back(b.CreateLoad(vector, b.CreateConstInBoundsGEP1_64(vector, tile, static_cast<uint64_t>(c))));
-      std::vector<llvm::Value*> rowsOut = permuteAcrossVectors(b, columns, columnsToRows(rows, n));
+      std::vector<llvm::Value*> rowsOut = columnsToRows(b, columns, rows);
       std::vector<llvm::Value*> pointers = blockVectors(t, buffers_[group_.inputs.size() + k]);
       for (int64_t j = 0; j < n; ++j) b.CreateAlignedStore(rowsOut[static_cast<size_t>(j)], pointers[static_cast<size_t>(j)], elementAlign(t));
     }

@@ -219,10 +219,10 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
     std::string x = "f32[" + std::to_string(rows) + "," + std::to_string(n) + "]";
     return "func @main(%x: " + x + ") -> " + x + " {\n  %y = softmax %x\n  return %y\n}\n";
   };
-  // Rows shorter than two vectors, but not exactly one; and a block's worth of them at least.
+  // Rows shorter than two vectors, and a block's worth of them at least.
   EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 10)), lanes);
   EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 2 * lanes - 1)), lanes);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, lanes)), 1);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, lanes)), lanes);
   EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 2 * lanes)), 1);
   EXPECT_EQ(rowsPerItemOf(softmaxOf(lanes - 1, 10)), 1);
 
@@ -232,7 +232,7 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
   const std::string rms = "  %q = mul %x, %x\n  %m = reduce_mean %q {axes = [-1], keepdims = true}\n"
                           "  %r = rsqrt %m\n  %y = mul %x, %r\n";
   for (const auto& [rows, n] : std::vector<std::pair<std::string, std::string>>{
-           {"37", "2"}, {"37", "5"}, {"37", "10"}, {"64", "10"}, {"37", "15"}, {"37", "17"}, {"37", "31"}}) {
+           {"37", "2"}, {"37", "5"}, {"37", "8"}, {"37", "10"}, {"64", "10"}, {"37", "15"}, {"37", "16"}, {"37", "31"}}) {
     SCOPED_TRACE(rows + " rows of " + n);
     for (const char* t : kFloatTypes) {
       std::string x = std::string(t) + "[" + rows + "," + n + "]";
