@@ -750,7 +750,7 @@ void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, 
   const Shape& shape = tile.shape;
   const size_t a = static_cast<size_t>(tile.inputInnerAxis), last = shape.size() - 1;
   const Index where = tileOrigin(tile, item);
-  DType t = tile.input->type().dtype;
+  DType t = tile.stacked->type().dtype;
   llvm::Type* storage = storageType(t);
   // Each thread moves `width` neighbours at once, read as one vector along a (the input's
   // innermost axis) and written as one along the output's: 4 where both axes are a whole number
@@ -802,7 +802,7 @@ void ElementEmitter::emitTileItem(const TransposeTile& tile, llvm::Value* item, 
       for (int64_t q = 0; q < width; ++q) {
         llvm::Value* l = q ? b.CreateAdd(column, i64(q)) : column;
         indices.push_back(outputIndex(alongA, q ? b.CreateAdd(alongLast, i64(q)) : alongLast));
-        preloaded_.push_back({{tile.input, sourceIndex(indices.back())}, fromStorage(smem.load(l, k), t)});
+        preloaded_.push_back({{tile.stacked, sourceIndex(indices.back())}, fromStorage(smem.load(l, k), t)});
       }
       storeTileElements(indices, shape);
       return Values{};

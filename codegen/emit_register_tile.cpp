@@ -54,7 +54,7 @@ void ElementEmitter::emitRegisterTileItem(const TransposeTile& tile, llvm::Value
   auto extent = [&](size_t axis) { return atMost(b.CreateSub(i64(shape[axis]), origin[axis]), kTile); };
   llvm::Value* countA = extent(a);
   llvm::Value* countLast = extent(last);
-  DType t = tile.input->type().dtype;
+  DType t = tile.stacked->type().dtype;
   llvm::Type* storage = storageType(t);
   const uint64_t elementBytes = storage->getPrimitiveSizeInBits() / 8;
   llvm::Value* input = buffers_[static_cast<size_t>(inputIndex_.at(tile.buffer))];
@@ -112,7 +112,7 @@ void ElementEmitter::emitRegisterTileItem(const TransposeTile& tile, llvm::Value
   loop(countA, {}, [&](llvm::Value* k, const Values&) {
     loop(countLast, {}, [&](llvm::Value* l, const Values&) {
       Index index = outputIndex(k, l);
-      preloaded_.push_back({{tile.input, transposeSource(tile, index)}, fromStorage(b.CreateLoad(storage, stackAt(k, l)), t)});
+      preloaded_.push_back({{tile.stacked, transposeSource(tile, index)}, fromStorage(b.CreateLoad(storage, stackAt(k, l)), t)});
       storeTileElement(index, shape);
       return Values{};
     });

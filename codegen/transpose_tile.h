@@ -18,6 +18,11 @@ struct TransposeTile {
   // The group input whose buffer holds it: the operand itself, or what reshapes (views: the same
   // elements in the same order) made the operand from, so the operand's linear index reads it.
   const Value* buffer = nullptr;
+  // The value whose elements the tile holds, at the operand's indices: the operand itself, or, in
+  // the CPU's tiles, the buffer where elementwise ops of the operand's shape make the operand from
+  // it (a bias and a relu before the transpose back from channels-last), computed per element from
+  // the tile as the outputs are.
+  const Value* stacked = nullptr;
   const Op* transpose = nullptr;
   Shape shape;                   // the kernel's (only) segment shape: the output's
   int inputInnerAxis = 0;        // the output axis the input's innermost axis becomes (not the last)
@@ -40,6 +45,7 @@ bool movesInnermostAxis(const Op& op);
 // row by row from the stack tile, a loop the vectoriser widens (element_emitter.h,
 // emitRegisterTileItem). Where both tiled axes hold at least one block: rows shorter than that go
 // in bands of rows (cpu_target.cpp), whose short-row loop vectorises across rows instead.
+// These also take elementwise ops before the transpose (transposeTile's `elementwiseBefore`).
 inline constexpr int64_t kRegisterBlock = 8;
 std::optional<TransposeTile> registerTransposeTile(const KernelGroup& group);
 
@@ -47,7 +53,9 @@ std::optional<TransposeTile> registerTransposeTile(const KernelGroup& group);
 // layout ops are one transpose moving the innermost axis of an input, or of a reshape (or a chain
 // of them) of an input read by nothing else (a flatten's gradient unflattened), and whose other
 // ops are elementwise on the output's shape; or it is too small (under 1,024 elements) to be
-// worth a tile.
-std::optional<TransposeTile> transposeTile(const KernelGroup& group);
+// worth a tile. With `elementwiseBefore`, the operand may also be made from an input by a chain of
+// elementwise ops of the operand's shape, each reading the chain and otherwise only values with
+// fewer elements (broadcast along the tile).
+std::optional<TransposeTile> transposeTile(const KernelGroup& group, bool elementwiseBefore = false);
 
 }  // namespace kiln::codegen

@@ -8,6 +8,7 @@
 #include "codegen/kernel_plan.h"
 #include "codegen/row_block.h"
 #include "codegen/row_prefetch.h"
+#include "codegen/transpose_tile.h"
 #include "passes/pass_manager.h"
 #include "tests/unit/codegen/cpu_test_util.h"
 
@@ -372,6 +373,69 @@ TEST(CpuOps, TransposesInRegisterTiles) {
   return %r
 }
 )");
+}
+
+// The loop kernel of `text` (after fusion) that holds a transpose: its CPU register tile (with
+// elementwise ops before the transpose allowed) and its GPU tile (without).
+std::pair<std::optional<codegen::TransposeTile>, std::optional<codegen::TransposeTile>> tilesOf(const std::string& text) {
+  auto m = parseOrFail(text);
+  if (!m) return {};
+  Status fused = passes::runPasses(*m, passes::defaultPipeline());
+  EXPECT_TRUE(fused.ok()) << fused.error().str();
+  auto plan = codegen::planFunction(*m->entry());
+  for (const codegen::KernelGroup* group : plan->allGroups())
+    for (const Op* op : group->ops)
+      if (op->kind() == OpKind::Transpose) return {codegen::registerTransposeTile(*group), codegen::transposeTile(*group)};
+  ADD_FAILURE() << "no transpose in\n" << text;
+  return {};
+}
+
+TEST(CpuOps, TransposesAfterElementwiseOpsReadTheirInputFromTheTile) {
+  // A bias and a relu before the transpose back from channels-last: the CPU's tile holds the
+  // input, and the ops run per element from it; the GPU's tile takes no such ops.
+  const std::string biasRelu = R"(func @main(%x: f32[2,30,40,64], %b: f32[64]) -> f32[2,64,30,40] {
+  %y = add %x, %b
+  %r = relu %y
+  %t = transpose %r {perm = [0, 3, 1, 2]}
+  return %t
+}
+)";
+  auto [cpu, gpu] = tilesOf(biasRelu);
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->stacked->name(), "x");
+  EXPECT_EQ(cpu->buffer, cpu->stacked);
+  EXPECT_EQ(cpu->input->name(), "r");
+  EXPECT_FALSE(gpu);
+  checkWithSpecials(biasRelu);
+  // The chain may change the dtype (the tile holds the input's), run on a square tensor (whose ops
+  // before and after the transpose have one shape), or read a broadcast value computed in the
+  // kernel; ops after the transpose too.
+  checkWithSpecials(R"(func @main(%x: f32[3,70,40]) -> bf16[40,3,70] {
+  %h = cast %x {to = bf16}
+  %t = transpose %h {perm = [2, 0, 1]}
+  return %t
+}
+)");
+  auto square = parseOrFail(R"(func @main(%x: f32[64,64], %b: f32[64], %c: f32[64]) -> f32[64,64] {
+  %s = mul %b, %c
+  %y = sub %x, %s
+  %e = exp %y
+  %t = transpose %e {perm = [1, 0]}
+  %z = mul %t, %b
+  return %z
+}
+)");
+  ASSERT_TRUE(square);
+  expectSameAsInterpreter(*square->entry(), {mathTolerance(), 1, true});
+  // Two inputs of the operand's shape: no chain to one input, no tile; the same results.
+  const std::string two = R"(func @main(%x: f32[2,30,40,64], %w: f32[2,30,40,64]) -> f32[2,64,30,40] {
+  %y = add %x, %w
+  %t = transpose %y {perm = [0, 3, 1, 2]}
+  return %t
+}
+)";
+  EXPECT_FALSE(tilesOf(two).first);
+  checkWithSpecials(two);
 }
 
 // Transposing loop parts the tiles do not take go in bands of 32 rows, column by column

@@ -138,7 +138,9 @@ void expectLibraryCallMatches(const std::string& source, bool conv) {
   auto module = test::parseOrFail(source);
   ASSERT_TRUE(module);
   const Function& f = *module->entry();
-  auto optimized = codegen::optimizeFunction(f, codegen::CompileOptions{});
+  codegen::CompileOptions gpu;
+  gpu.target = codegen::Target::Cuda;  // the GPU's pipeline (the CPU's makes a matrix-vector product rows)
+  auto optimized = codegen::optimizeFunction(f, gpu);
   ASSERT_TRUE(optimized.ok());
   auto plan = codegen::planFunction(*optimized->function);
   const codegen::KernelGroup* group = nullptr;

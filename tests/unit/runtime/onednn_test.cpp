@@ -83,8 +83,9 @@ const Case kCases[] = {
   %c = matmul %at, %b
   return %c
 })", "oneDNN matmul of A^T and B (no epilogue)"},
-    {"MatrixVector", R"(func @main(%a: f32[128,256], %v: f32[256]) -> f32[128] {
-  %c = matmul %a, %v
+    // (An f32 matrix times a vector is a row kernel on the CPU: passes/matvec_as_rows.h.)
+    {"VectorMatrix", R"(func @main(%v: f32[256], %b: f32[256,128]) -> f32[128] {
+  %c = matmul %v, %b
   return %c
 })",
      "oneDNN matmul (no epilogue)"},
@@ -110,6 +111,11 @@ const Case kCases[] = {
   %e = gelu %d {approximate = "tanh"}
   return %e
 })", "oneDNN matmul of A^T and B^T (epilogue bias+gelu)"},
+    {"Bf16MatrixVector", R"(func @main(%a: bf16[128,256], %v: bf16[256]) -> bf16[128] {
+  %c = matmul %a, %v
+  return %c
+})",
+     "oneDNN matmul (no epilogue)"},
     {"Bf16BroadcastInput", R"(func @main(%a: bf16[6,32], %b: bf16[2,3,32,30]) -> bf16[2,3,6,30] {
   %c = matmul %a, %b
   return %c
