@@ -11,7 +11,9 @@ int64_t rowBlockRows(const KernelGroup& group, int lanes) {
   // From two vectors up a row goes as fast on its own (softmax over f32[128000,32] 1.40 ms one at a
   // time, 1.54 in blocks; rows of 64 1.28 against 1.67), and the unrolled rows compile slower.
   const int64_t n = group.rowLength();
-  if (group.kind != KernelKind::Row || lanes < 2 || n < 2 || n >= 2 * lanes || group.numRows() < lanes) return 1;
+  if (group.kind != KernelKind::Row || lanes < 2 || n < 2 || n >= 2 * lanes || group.numRows() < lanes ||
+      group.numRows() * n < kMinRowBlockElements)
+    return 1;
   return lanes;
 }
 

@@ -19,9 +19,14 @@
 
 namespace kiln::codegen {
 
+// Row kernels of fewer elements keep one row at a time: a block's unrolled rows take longer to
+// compile (a classifier's loss over f32[32,10]: 8 ms more for its examples/*.kiln), and so few
+// rows run in microseconds either way.
+inline constexpr int64_t kMinRowBlockElements = 8192;
+
 // How many rows one work item of the row kernel `group` computes side by side on a target whose
 // vectors hold `lanes` f32: `lanes` where the rows are shorter than two vectors (2 to 2 * lanes - 1
-// elements) and there is at least one block of them; else 1.
+// elements), there is at least one block of them and kMinRowBlockElements in all; else 1.
 int64_t rowBlockRows(const KernelGroup& group, int lanes);
 
 // The vectors `in` (all of one type and width) read as one flat array of elements, permuted:

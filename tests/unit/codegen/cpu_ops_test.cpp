@@ -220,20 +220,22 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
     std::string x = "f32[" + std::to_string(rows) + "," + std::to_string(n) + "]";
     return "func @main(%x: " + x + ") -> " + x + " {\n  %y = softmax %x\n  return %y\n}\n";
   };
-  // Rows shorter than two vectors, and a block's worth of them at least.
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 10)), lanes);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 2 * lanes - 1)), lanes);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, lanes)), lanes);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(100, 2 * lanes)), 1);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(lanes - 1, 10)), 1);
+  // Rows shorter than two vectors, a block's worth of them at least, and enough elements in all.
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, 10)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, 2 * lanes - 1)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, lanes)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, 2 * lanes)), 1);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(codegen::kMinRowBlockElements / 2, 2)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(codegen::kMinRowBlockElements / 2 - 1, 2)), 1);
 
   // Every kernel kind a row can hold, against the interpreter: rows of 2 up to 31 (both sides of
-  // AVX2's 8 lanes and AVX-512's 16), row counts with a short last block (37 = 2 * 16 + 5) and
-  // without (64), NaN and infinities among the inputs.
+  // AVX2's 8 lanes and AVX-512's 16), row counts with a short last block (1029 = 64 * 16 + 5) and
+  // without (1024), NaN and infinities among the inputs.
   const std::string rms = "  %q = mul %x, %x\n  %m = reduce_mean %q {axes = [-1], keepdims = true}\n"
                           "  %r = rsqrt %m\n  %y = mul %x, %r\n";
   for (const auto& [rows, n] : std::vector<std::pair<std::string, std::string>>{
-           {"37", "2"}, {"37", "5"}, {"37", "8"}, {"37", "10"}, {"64", "10"}, {"37", "15"}, {"37", "16"}, {"37", "31"}}) {
+           {"4101", "2"}, {"2053", "5"}, {"1029", "8"}, {"1029", "10"}, {"1024", "10"}, {"1029", "15"}, {"1029", "16"},
+           {"1029", "31"}}) {
     SCOPED_TRACE(rows + " rows of " + n);
     for (const char* t : kFloatTypes) {
       std::string x = std::string(t) + "[" + rows + "," + n + "]";
@@ -252,7 +254,7 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
   }
   // Rows of several dims; an input per row and one every row shares; the row's own results (a
   // sum, a max) beside the full ones; ints.
-  auto mixed = parseOrFail(R"(func @main(%x: f32[2,3,11,7], %m: f32[2,3,11,1], %g: f32[7]) -> (f32[2,3,11,7], f32[2,3,11], f32[2,3,11,1]) {
+  auto mixed = parseOrFail(R"(func @main(%x: f32[2,30,23,7], %m: f32[2,30,23,1], %g: f32[7]) -> (f32[2,30,23,7], f32[2,30,23], f32[2,30,23,1]) {
   %a = mul %x, %m
   %b = add %a, %g
   %s = reduce_sum %b {axes = [3]}
@@ -264,8 +266,8 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
 )");
   ASSERT_TRUE(mixed);
   expectSameAsInterpreter(*mixed->entry(), {accumulateTolerance(), 5, true});
-  check("%x: i32[53,6]", "reduce_max %x {axes = [1], keepdims = true}");
-  auto ints = parseOrFail(R"(func @main(%x: i64[40,9]) -> i64[40,9] {
+  check("%x: i32[1500,6]", "reduce_max %x {axes = [1], keepdims = true}");
+  auto ints = parseOrFail(R"(func @main(%x: i64[1000,9]) -> i64[1000,9] {
   %m = reduce_min %x {axes = [1], keepdims = true}
   %y = sub %x, %m
   return %y
@@ -279,7 +281,7 @@ TEST(CpuOps, ARowBlocksLabelOutOfRangeIsRaisedWhereverItsRowIs) {
   // A cross entropy over 10 classes: its label checks run in every lane of a block without a
   // branch, and are raised after the block (ElementEmitter::raiseIf); the last, short block goes
   // row by row. A bad label in either, or none.
-  auto m = parseOrFail(R"(func @main(%x: f32[37,10], %l: i64[37]) -> f32[] {
+  auto m = parseOrFail(R"(func @main(%x: f32[1029,10], %l: i64[1029]) -> f32[] {
   %y = softmax_cross_entropy %x, %l
   return %y
 }
@@ -290,9 +292,9 @@ TEST(CpuOps, ARowBlocksLabelOutOfRangeIsRaisedWhereverItsRowIs) {
   auto exe = Executable::compile(*m->entry(), options);
   ASSERT_TRUE(exe.ok()) << exe.error().str();
   std::vector<Tensor> inputs = randomInputs(*m->entry(), 7);
-  for (int64_t bad : {-1, 20, 35}) {
+  for (int64_t bad : {-1, 20, 1027}) {
     SCOPED_TRACE("bad label in row " + std::to_string(bad));
-    for (int64_t r = 0; r < 37; ++r) inputs[1].setInt(r, r == bad ? 10 + r : r % 10);
+    for (int64_t r = 0; r < 1029; ++r) inputs[1].setInt(r, r == bad ? 10 + r : r % 10);
     auto want = interpret(*m->entry(), inputs);
     auto got = (*exe)->run(inputs);
     ASSERT_EQ(want.ok(), got.ok()) << (got.ok() ? want.error().str() : got.error().str());
