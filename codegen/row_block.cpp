@@ -14,7 +14,12 @@ int64_t rowBlockRows(const KernelGroup& group, int lanes) {
   if (group.kind != KernelKind::Row || lanes < 2 || n < 2 || n >= 2 * lanes || group.numRows() < lanes ||
       group.numRows() * n < kMinRowBlockElements)
     return 1;
-  return lanes;
+  // A row of exactly one vector that only reduces (a sum over rows of 16 f32) is one load and a
+  // horizontal reduction on its own: 0.35 ms over f32[262144,16], 0.42 in blocks, whose transposes
+  // pay off where the full rows come back out (softmax, layer norm).
+  bool fullOutputs = std::any_of(group.outputs.begin(), group.outputs.end(),
+                                 [&](const Value* v) { return v->type().numElements() == group.numRows() * n; });
+  return n == lanes && !fullOutputs ? 1 : lanes;
 }
 
 std::vector<llvm::Value*> permuteAcrossVectors(llvm::IRBuilder<>& b, const std::vector<llvm::Value*>& in,

@@ -26,7 +26,8 @@ inline constexpr int64_t kMinRowBlockElements = 8192;
 
 // How many rows one work item of the row kernel `group` computes side by side on a target whose
 // vectors hold `lanes` f32: `lanes` where the rows are shorter than two vectors (2 to 2 * lanes - 1
-// elements), there is at least one block of them and kMinRowBlockElements in all; else 1.
+// elements; exactly one only where the kernel writes full rows), there is at least one block of
+// them and kMinRowBlockElements in all; else 1.
 int64_t rowBlockRows(const KernelGroup& group, int lanes);
 
 // The vectors `in` (all of one type and width) read as one flat array of elements, permuted:

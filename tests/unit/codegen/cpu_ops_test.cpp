@@ -227,6 +227,13 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
   EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, 2 * lanes)), 1);
   EXPECT_EQ(rowsPerItemOf(softmaxOf(codegen::kMinRowBlockElements / 2, 2)), lanes);
   EXPECT_EQ(rowsPerItemOf(softmaxOf(codegen::kMinRowBlockElements / 2 - 1, 2)), 1);
+  // A row of one vector only where the kernel writes full rows, not for a sum alone.
+  auto sumOf = [](int64_t rows, int64_t n) {
+    std::string x = "f32[" + std::to_string(rows) + "," + std::to_string(n) + "]";
+    return "func @main(%x: " + x + ") -> f32[" + std::to_string(rows) + "] {\n  %y = reduce_sum %x {axes = [1]}\n  return %y\n}\n";
+  };
+  EXPECT_EQ(rowsPerItemOf(sumOf(1000, lanes)), 1);
+  EXPECT_EQ(rowsPerItemOf(sumOf(1000, lanes - 1)), lanes);
 
   // Every kernel kind a row can hold, against the interpreter: rows of 2 up to 31 (both sides of
   // AVX2's 8 lanes and AVX-512's 16), row counts with a short last block (1029 = 64 * 16 + 5) and
