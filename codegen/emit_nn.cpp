@@ -78,6 +78,8 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
   return e.fromDouble(acc, op.result()->type().dtype);
 }
 
+constexpr int64_t kMaxUnrolledWindow = 16;
+
 // Padding never takes part: max is over the window's real elements (NaN wins), avg their mean.
 // Channels-last pools at the channels-first view (ActivationLayout).
 llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
@@ -95,17 +97,27 @@ llvm::Value* pool2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
   // with interleaved loads instead of masked gathers.
   bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
   Values init{llvm::ConstantFP::get(accType, isMax ? -INFINITY : 0.0), e.i64(0)};
-  Values acc = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& ivs, const Values& c) {
+  auto window = [&](const Index& ivs, const Values& c) {
     llvm::Value* iy = e.windowPosition(index[2], strides[0], pads[0], ivs[0], dil[0]);
     llvm::Value* ix = e.windowPosition(index[3], strides[1], pads[1], ivs[1], dil[1]);
-    auto take = [&] {
-      llvm::Value* v = e.emit(x, layout.stored({index[0], index[1], iy, ix}));
-      llvm::Value* next = isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], e.toDouble(v));
-      return Values{next, b.CreateAdd(c[1], e.i64(1))};
-    };
-    if (!padded) return take();
-    return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), take, c);
-  });
+    auto add = [&](llvm::Value* v) { return isMax ? e.floatMax(c[0], v) : b.CreateFAdd(c[0], e.toDouble(v)); };
+    if (!padded) return Values{add(e.emit(x, layout.stored({index[0], index[1], iy, ix}))), b.CreateAdd(c[1], e.i64(1))};
+    return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
+      return Values{add(e.emit(x, layout.stored({index[0], index[1], iy, ix}))), b.CreateAdd(c[1], e.i64(1))};
+    }, c);
+  };
+  // A small window as straight-line code, so that the loop over a row's columns (channels, NHWC) is
+  // innermost and the vectoriser widens it (LLVM left a 3x3 window's inner loop rolled): on a
+  // 2-core Sapphire Rapids, an avg pool 3x3 stride 1 pad 1 over f32[8,64,56,56] 3.1 -> 1.4 ms, a
+  // max pool 3x3 stride 2 pad 1 over NHWC f32[8,112,112,64] 0.76 -> 0.61. Not along strided
+  // NCHW rows, which it then widens worse (that max pool over NCHW 1.55 -> 1.67).
+  Values acc = init;
+  if (kernel[0] * kernel[1] <= kMaxUnrolledWindow && (layout.channelsLast || strides[1] == 1)) {
+    for (int64_t ky = 0; ky < kernel[0]; ++ky)
+      for (int64_t kx = 0; kx < kernel[1]; ++kx) acc = window({e.i64(ky), e.i64(kx)}, acc);
+  } else {
+    acc = e.loopNest({kernel[0], kernel[1]}, init, window);
+  }
   if (isMax) return acc[0];
   return e.fromDouble(b.CreateFDiv(acc[0], b.CreateSIToFP(acc[1], b.getDoubleTy())), op.result()->type().dtype);
 }

@@ -662,6 +662,16 @@ TEST(CpuOps, ConvolutionAndPooling) {
       // Unpadded windows that leave rows and columns over: read without bounds tests.
       check("%x: " + T + "[1,2,7,9]", std::string(op) + " %x {kernel = [3, 2], strides = [2, 3]}",
             {accumulateTolerance(), 1, true});
+      // Small windows go as straight-line code where the columns run at stride 1 (or channels-last),
+      // rows long enough to vectorise; a 4x4 window is still unrolled, a 5x4 one loops.
+      for (const char* window : {"kernel = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1]",
+                                 "kernel = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]",
+                                 "kernel = [5, 4], strides = [1, 1], pads = [2, 1, 2, 2]",
+                                 "kernel = [4, 4], strides = [1, 1], pads = [0, 3, 1, 0]"}) {
+        check("%x: " + T + "[2,3,9,40]", std::string(op) + " %x {" + window + "}", {accumulateTolerance(), 1, true});
+        check("%x: " + T + "[2,9,40,3]", std::string(op) + " %x {" + window + ", layout = \"nhwc\"}",
+              {accumulateTolerance(), 1, true});
+      }
     }
     check("%x: " + T + "[2,3,4,4], %s: " + T + "[3], %b: " + T + "[3], %m: " + T + "[3], %v: " + T + "[3]",
           "batch_norm %x, %s, %b, %m, %v", {accumulateTolerance()});
