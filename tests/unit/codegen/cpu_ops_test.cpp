@@ -385,18 +385,29 @@ TEST(CpuOps, TransposesInRegisterTiles) {
 }
 
 // The loop kernel of `text` (after fusion) that holds a transpose: its CPU register tile (with
-// elementwise ops before the transpose allowed) and its GPU tile (without).
-std::pair<std::optional<codegen::TransposeTile>, std::optional<codegen::TransposeTile>> tilesOf(const std::string& text) {
-  auto m = parseOrFail(text);
-  if (!m) return {};
-  Status fused = passes::runPasses(*m, passes::defaultPipeline());
+// elementwise ops before the transpose allowed) and its GPU tile (without), the module and plan
+// they point into kept alive beside them.
+struct TransposeTiles {
+  std::unique_ptr<Module> module;
+  std::unique_ptr<codegen::BlockPlan> plan;
+  std::optional<codegen::TransposeTile> cpu, gpu;
+};
+TransposeTiles tilesOf(const std::string& text) {
+  TransposeTiles tiles;
+  tiles.module = parseOrFail(text);
+  if (!tiles.module) return tiles;
+  Status fused = passes::runPasses(*tiles.module, passes::defaultPipeline());
   EXPECT_TRUE(fused.ok()) << fused.error().str();
-  auto plan = codegen::planFunction(*m->entry());
-  for (const codegen::KernelGroup* group : plan->allGroups())
+  tiles.plan = codegen::planFunction(*tiles.module->entry());
+  for (const codegen::KernelGroup* group : tiles.plan->allGroups())
     for (const Op* op : group->ops)
-      if (op->kind() == OpKind::Transpose) return {codegen::registerTransposeTile(*group), codegen::transposeTile(*group)};
+      if (op->kind() == OpKind::Transpose) {
+        tiles.cpu = codegen::registerTransposeTile(*group);
+        tiles.gpu = codegen::transposeTile(*group);
+        return tiles;
+      }
   ADD_FAILURE() << "no transpose in\n" << text;
-  return {};
+  return tiles;
 }
 
 TEST(CpuOps, TransposesAfterElementwiseOpsReadTheirInputFromTheTile) {
@@ -409,12 +420,12 @@ TEST(CpuOps, TransposesAfterElementwiseOpsReadTheirInputFromTheTile) {
   return %t
 }
 )";
-  auto [cpu, gpu] = tilesOf(biasRelu);
-  ASSERT_TRUE(cpu);
-  EXPECT_EQ(cpu->stacked->name(), "x");
-  EXPECT_EQ(cpu->buffer, cpu->stacked);
-  EXPECT_EQ(cpu->input->name(), "r");
-  EXPECT_FALSE(gpu);
+  TransposeTiles tiles = tilesOf(biasRelu);
+  ASSERT_TRUE(tiles.cpu);
+  EXPECT_EQ(tiles.cpu->stacked->name(), "x");
+  EXPECT_EQ(tiles.cpu->buffer, tiles.cpu->stacked);
+  EXPECT_EQ(tiles.cpu->input->name(), "r");
+  EXPECT_FALSE(tiles.gpu);
   checkWithSpecials(biasRelu);
   // The chain may change the dtype (the tile holds the input's), run on a square tensor (whose ops
   // before and after the transpose have one shape), or read a broadcast value computed in the
@@ -443,7 +454,7 @@ TEST(CpuOps, TransposesAfterElementwiseOpsReadTheirInputFromTheTile) {
   return %t
 }
 )";
-  EXPECT_FALSE(tilesOf(two).first);
+  EXPECT_FALSE(tilesOf(two).cpu);
   checkWithSpecials(two);
 }
 
