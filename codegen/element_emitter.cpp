@@ -1453,7 +1453,8 @@ Values ElementEmitter::passPrefetchingNextRow(const RowPrefetch& prefetch, llvm:
     // 2048 f32, in the same run time.
     size_t loopsBefore = latches_.size();
     Values result = run(first, count, carried);
-    for (size_t k = loopsBefore; k < latches_.size(); ++k) keepVectorLoopRolled(latches_[k]);
+    for (size_t k = loopsBefore; k < latches_.size(); ++k)
+      if (latches_[k]) keepVectorLoopRolled(latches_[k]);  // (null: a loop unrolled in a row block)
     return result;
   };
   int64_t blocks = n / block;

@@ -246,7 +246,8 @@ class ElementEmitter {
   // loop(count, init, body), with the target's interleave count (loopInterleave) where the body
   // computed an inline exp or tanh.
   Values mathLoop(int64_t count, Values init, const LoopBody& body);
-  // The latch branch of the loop loop() has just emitted (for its llvm.loop hints).
+  // The latch branch of the loop loop() has just emitted (for its llvm.loop hints); null where a
+  // row block emitted it unrolled.
   llvm::Instruction* lastLoopLatch();
   static constexpr int64_t kUnrolledRowSteps = 8;
   // An input every row reads at the same elements (a layer norm's scale and bias) and a lane's
@@ -320,7 +321,8 @@ class ElementEmitter {
   std::map<const Value*, int> inputIndex_;  // lookup only, never iterated
   // Row kernels: the row values of the current row, computed once before the full values.
   std::map<const Value*, llvm::Value*> rowCache_;  // lookup only
-  // The latch branch of every loop loop() has emitted, in order (for hints on a range of them).
+  // The latch branch of every loop loop() has emitted, in order (for hints on a range of them);
+  // null for a loop a row block emitted unrolled.
   std::vector<llvm::Instruction*> latches_;
   // CPU row kernels: computed operands of the row's reductions (softmax's exp(x - max)), kept per
   // element on the stack while the reduction runs, so the full values read them back instead of
