@@ -221,10 +221,11 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
     return "func @main(%x: " + x + ") -> " + x + " {\n  %y = softmax %x\n  return %y\n}\n";
   };
   // Rows shorter than two vectors, a block's worth of them at least, and enough elements in all.
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, 10)), lanes);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, 2 * lanes - 1)), lanes);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, lanes)), lanes);
-  EXPECT_EQ(rowsPerItemOf(softmaxOf(1000, 2 * lanes)), 1);
+  // (2000 rows: past kMinRowBlockElements for rows of 8 and more, AVX2's lanes.)
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(2000, 10)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(2000, 2 * lanes - 1)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(2000, lanes)), lanes);
+  EXPECT_EQ(rowsPerItemOf(softmaxOf(2000, 2 * lanes)), 1);
   EXPECT_EQ(rowsPerItemOf(softmaxOf(codegen::kMinRowBlockElements / 2, 2)), lanes);
   EXPECT_EQ(rowsPerItemOf(softmaxOf(codegen::kMinRowBlockElements / 2 - 1, 2)), 1);
   // A row of one vector only where the kernel writes full rows, not for a sum alone.
@@ -232,8 +233,8 @@ TEST(CpuOps, ShortRowsGoInBlocksOfRowsSideBySide) {
     std::string x = "f32[" + std::to_string(rows) + "," + std::to_string(n) + "]";
     return "func @main(%x: " + x + ") -> f32[" + std::to_string(rows) + "] {\n  %y = reduce_sum %x {axes = [1]}\n  return %y\n}\n";
   };
-  EXPECT_EQ(rowsPerItemOf(sumOf(1000, lanes)), 1);
-  EXPECT_EQ(rowsPerItemOf(sumOf(1000, lanes - 1)), lanes);
+  EXPECT_EQ(rowsPerItemOf(sumOf(2000, lanes)), 1);
+  EXPECT_EQ(rowsPerItemOf(sumOf(2000, lanes - 1)), lanes);
 
   // Every kernel kind a row can hold, against the interpreter: rows of 2 up to 31 (both sides of
   // AVX2's 8 lanes and AVX-512's 16), row counts with a short last block (1029 = 64 * 16 + 5) and
