@@ -42,9 +42,9 @@ std::set<const Op*> opsBefore(const KernelGroup& group, const Op& transpose) {
 }
 
 // The group input that elementwise ops of the operand's shape make `operand` from, each reading
-// the chain through its only operand of that shape (the rest broadcast), and the chain's ops; null
-// where there is no such chain.
-const Value* elementwiseChainStart(const KernelGroup& group, const Value* operand, std::set<const Op*>& chain) {
+// the chain through its only operand of that shape (the rest broadcast); null where there is no
+// such chain.
+const Value* elementwiseChainStart(const KernelGroup& group, const Value* operand) {
   const Shape& shape = operand->type().shape;
   const Value* at = operand;
   for (const Op* def = at->definingOp(); def && std::find(group.ops.begin(), group.ops.end(), def) != group.ops.end();
@@ -57,7 +57,6 @@ const Value* elementwiseChainStart(const KernelGroup& group, const Value* operan
       next = v;
     }
     if (!next) return nullptr;
-    chain.insert(def);
     at = next;
   }
   return std::find(group.inputs.begin(), group.inputs.end(), at) != group.inputs.end() ? at : nullptr;
@@ -101,8 +100,7 @@ std::optional<TransposeTile> transposeTile(const KernelGroup& group, bool elemen
   bool fromInput = std::find(group.inputs.begin(), group.inputs.end(), tile.buffer) != group.inputs.end();
   if (!reshapes || left > 0 || !fromInput) {
     // Or elementwise ops from an input, whatever else computes what they broadcast.
-    std::set<const Op*> chain;
-    const Value* start = elementwiseBefore ? elementwiseChainStart(group, tile.input, chain) : nullptr;
+    const Value* start = elementwiseBefore ? elementwiseChainStart(group, tile.input) : nullptr;
     if (!start) return std::nullopt;
     tile.buffer = tile.stacked = start;
   }
