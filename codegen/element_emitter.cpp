@@ -1232,7 +1232,7 @@ llvm::Value* ElementEmitter::rowScratchFor(const Value* operand) {
   // the row (not broadcast along it), and the row short enough for the stack.
   int64_t n = group_.rowLength();
   if (rowBlock_ || inputIndex_.count(operand) || !operand->definingOp() || n > kRowScratchElements ||
-      operand->type().numElements() != group_.numRows() * n)
+      !group_.spansRows(operand))
     return nullptr;
   for (const auto& [v, scratch] : rowScratch_)
     if (v == operand) return nullptr;  // kept already: the first reduction's loop stores it
@@ -1331,7 +1331,7 @@ void ElementEmitter::emitRow(llvm::Value* row, llvm::Value* lane) {
   }
   std::vector<size_t> fullOutputs, rowOutputs;
   for (size_t k = 0; k < group_.outputs.size(); ++k)
-    (group_.outputs[k]->type().numElements() == group_.numRows() * n ? fullOutputs : rowOutputs).push_back(k);
+    (group_.spansRows(group_.outputs[k]) ? fullOutputs : rowOutputs).push_back(k);
   if (!rowOutputs.empty()) {
     ifThen(b.CreateICmpEQ(lane, i64(0)), [&] {
       for (size_t k : rowOutputs) {

@@ -21,6 +21,8 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
     return pointers;
   };
   auto elementAlign = [](DType t) { return llvm::Align(dtypeSize(t)); };
+  // A vector of one element of each of the block's rows.
+  auto laneVector = [&](DType t) { return llvm::FixedVectorType::get(storageType(t), static_cast<unsigned>(rows)); };
   auto whole = [&] {
     RowBlock block;
     block.rows = rows;
@@ -28,7 +30,7 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
       const Value* v = group_.inputs[i];
       if (v->type().shape != full) continue;
       DType t = v->type().dtype;
-      auto* vector = llvm::FixedVectorType::get(storageType(t), static_cast<unsigned>(rows));
+      auto* vector = laneVector(t);
       llvm::Value* tile = atEntry.CreateAlloca(vector, i64(n), "row.block.in");
       std::vector<llvm::Value*> loaded;
       for (llvm::Value* p : blockVectors(t, buffers_[i])) loaded.push_back(b.CreateAlignedLoad(vector, p, elementAlign(t)));
@@ -39,9 +41,8 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
     std::vector<size_t> fullOutputs;
     for (size_t k = 0; k < group_.outputs.size(); ++k) {
       const Value* v = group_.outputs[k];
-      if (v->type().numElements() != total * n) continue;
-      auto* vector = llvm::FixedVectorType::get(storageType(v->type().dtype), static_cast<unsigned>(rows));
-      block.tiles[v] = atEntry.CreateAlloca(vector, i64(n), "row.block.out");
+      if (!group_.spansRows(v)) continue;
+      block.tiles[v] = atEntry.CreateAlloca(laneVector(v->type().dtype), i64(n), "row.block.out");
       fullOutputs.push_back(k);
     }
     block.errors = atEntry.CreateAlloca(b.getInt32Ty(), i64(rows), "row.block.errors");
@@ -76,7 +77,7 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
     for (size_t k : fullOutputs) {
       const Value* v = group_.outputs[k];
       DType t = v->type().dtype;
-      auto* vector = llvm::FixedVectorType::get(storageType(t), static_cast<unsigned>(rows));
+      auto* vector = laneVector(t);
       llvm::Value* tile = block.tiles.at(v);
       std::vector<llvm::Value*> columns;
       for (int64_t c = 0; c < n; ++c)

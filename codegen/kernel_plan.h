@@ -43,6 +43,9 @@ struct KernelGroup {
 
   int64_t numRows() const { return kiln::numElements(rows); }
   int64_t rowLength() const { return kiln::numElements(inner); }
+  // Row kernels: whether `v` holds an element per element of the rows (a full value, as softmax's
+  // output), not one per row.
+  bool spansRows(const Value* v) const { return v->type().numElements() == numRows() * rowLength(); }
   // Elements the kernel stores (all outputs together).
   int64_t numOutputElements() const;
   // The bytes of its inputs and of its outputs, each buffer once.

@@ -18,34 +18,28 @@ bool isMatrixTimesVector(const Op& op) {
   return isFloat(a.dtype) && a.dtype != DType::BF16 && a.rank() >= 2 && v.rank() == 1 && a.numElements() > 0;
 }
 
-bool rewriteIn(Block& block) {
-  bool changed = false;
-  std::vector<Op*> products;
-  for (const auto& op : block.ops()) {
-    for (size_t r = 0; r < op->numRegions(); ++r) changed |= rewriteIn(*op->region(r));
-    if (isMatrixTimesVector(*op)) products.push_back(op.get());
-  }
-  for (Op* matmul : products) {
-    const DType dtype = matmul->result()->type().dtype;
-    auto wide = [&](Value* x) {
-      return dtype == DType::F64 ? x : insertOpBefore(*matmul, OpKind::Cast, {x}, {{"to", Attr(DType::F64)}});
-    };
-    Value* products = insertOpBefore(*matmul, OpKind::Mul, {wide(matmul->operand(0)), wide(matmul->operand(1))});
-    Value* sums = insertOpBefore(*matmul, OpKind::ReduceSum, {products}, {{"axes", Attr::ints({-1})}},
-                                 dtype == DType::F64 ? matmul->result()->name() : "");
-    if (dtype != DType::F64) sums = insertOpBefore(*matmul, OpKind::Cast, {sums}, {{"to", Attr(dtype)}}, matmul->result()->name());
-    replaceOp(*matmul, sums);
-    changed = true;
-  }
-  return changed;
+void rewrite(Op& matmul) {
+  const DType dtype = matmul.result()->type().dtype;
+  auto wide = [&](Value* x) {
+    return dtype == DType::F64 ? x : insertOpBefore(matmul, OpKind::Cast, {x}, {{"to", Attr(DType::F64)}});
+  };
+  Value* products = insertOpBefore(matmul, OpKind::Mul, {wide(matmul.operand(0)), wide(matmul.operand(1))});
+  Value* sums = insertOpBefore(matmul, OpKind::ReduceSum, {products}, {{"axes", Attr::ints({-1})}},
+                               dtype == DType::F64 ? matmul.result()->name() : "");
+  if (dtype != DType::F64) sums = insertOpBefore(matmul, OpKind::Cast, {sums}, {{"to", Attr(dtype)}}, matmul.result()->name());
+  replaceOp(matmul, sums);
 }
 
 }  // namespace
 
 PassResult rewriteMatvecAsRows(Module& module, PassContext&) {
-  bool changed = false;
-  for (const auto& f : module.functions()) changed |= rewriteIn(f->body());
-  return changed;
+  std::vector<Op*> products;
+  for (const auto& f : module.functions())
+    walkOps(f->body(), [&](Op* op) {
+      if (isMatrixTimesVector(*op)) products.push_back(op);
+    });
+  for (Op* matmul : products) rewrite(*matmul);
+  return !products.empty();
 }
 
 }  // namespace kiln::passes

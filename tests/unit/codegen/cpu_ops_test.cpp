@@ -136,15 +136,28 @@ TEST(CpuOps, SoftmaxAndLayerNorm) {
       check(std::string("%x: ") + t + shape, "softmax %x", {accumulateTolerance(), 1, true});
 }
 
+// `text` after the default pipeline, and its kernel plan (which points into the module: kept
+// alive beside it). No plan where it does not parse.
+struct PlannedText {
+  std::unique_ptr<Module> module;
+  std::unique_ptr<codegen::BlockPlan> plan;
+};
+PlannedText planText(const std::string& text) {
+  PlannedText p;
+  p.module = parseOrFail(text);
+  if (!p.module) return p;
+  Status fused = passes::runPasses(*p.module, passes::defaultPipeline());
+  EXPECT_TRUE(fused.ok()) << fused.error().str();
+  p.plan = codegen::planFunction(*p.module->entry());
+  return p;
+}
+
 // What the row kernel of `text` (after fusion) fetches a row ahead, or nothing where it has no
 // row kernel.
 std::optional<codegen::RowPrefetch> rowPrefetchOf(const std::string& text) {
-  auto m = parseOrFail(text);
-  if (!m) return std::nullopt;
-  Status fused = passes::runPasses(*m, passes::defaultPipeline());
-  EXPECT_TRUE(fused.ok()) << fused.error().str();
-  auto plan = codegen::planFunction(*m->entry());
-  for (const codegen::KernelGroup* group : plan->allGroups())
+  PlannedText p = planText(text);
+  if (!p.plan) return std::nullopt;
+  for (const codegen::KernelGroup* group : p.plan->allGroups())
     if (group->kind == codegen::KernelKind::Row) return codegen::rowPrefetchFor(*group);
   ADD_FAILURE() << "no row kernel in\n" << text;
   return std::nullopt;
@@ -199,14 +212,11 @@ TEST(CpuOps, RowKernelsFetchTheNextRowInTheirSecondPass) {
 // How many rows each work item of `text`'s row kernels (after fusion) takes side by side on this
 // host (row_block.h); 0 where there is no row kernel or they differ.
 int64_t rowsPerItemOf(const std::string& text) {
-  auto m = parseOrFail(text);
-  if (!m) return 0;
-  Status fused = passes::runPasses(*m, passes::defaultPipeline());
-  EXPECT_TRUE(fused.ok()) << fused.error().str();
-  auto plan = codegen::planFunction(*m->entry());
+  PlannedText p = planText(text);
+  if (!p.plan) return 0;
   codegen::CpuTarget target;
   int64_t rows = 0;
-  for (const codegen::KernelGroup* group : plan->allGroups()) {
+  for (const codegen::KernelGroup* group : p.plan->allGroups()) {
     if (group->kind != codegen::KernelKind::Row) continue;
     if (rows && rows != target.rowsPerItem(*group)) return 0;
     rows = target.rowsPerItem(*group);
@@ -389,18 +399,13 @@ TEST(CpuOps, TransposesInRegisterTiles) {
 // elementwise ops before the transpose allowed) and its GPU tile (without), the module and plan
 // they point into kept alive beside them.
 struct TransposeTiles {
-  std::unique_ptr<Module> module;
-  std::unique_ptr<codegen::BlockPlan> plan;
+  PlannedText planned;
   std::optional<codegen::TransposeTile> cpu, gpu;
 };
 TransposeTiles tilesOf(const std::string& text) {
-  TransposeTiles tiles;
-  tiles.module = parseOrFail(text);
-  if (!tiles.module) return tiles;
-  Status fused = passes::runPasses(*tiles.module, passes::defaultPipeline());
-  EXPECT_TRUE(fused.ok()) << fused.error().str();
-  tiles.plan = codegen::planFunction(*tiles.module->entry());
-  for (const codegen::KernelGroup* group : tiles.plan->allGroups())
+  TransposeTiles tiles{planText(text), std::nullopt, std::nullopt};
+  if (!tiles.planned.plan) return tiles;
+  for (const codegen::KernelGroup* group : tiles.planned.plan->allGroups())
     for (const Op* op : group->ops)
       if (op->kind() == OpKind::Transpose) {
         tiles.cpu = codegen::registerTransposeTile(*group);
