@@ -871,8 +871,7 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
       for (int64_t i = 0; i < rowsPerThread; ++i) {
         llvm::Value* x = fromStorage(tileA.load(b.CreateAdd(ty, i64(i * kTileRows)), p), at);
         llvm::Value* si = s[static_cast<size_t>(i)];
-        next.push_back(ints ? b.CreateAdd(si, b.CreateMul(toI64(x, at), toI64(y, ct)))
-                            : b.CreateFAdd(si, b.CreateFMul(toDouble(x), toDouble(y))));
+        next.push_back(ints ? multiplyAdd(si, toI64(x, at), toI64(y, ct)) : multiplyAdd(si, toDouble(x), toDouble(y)));
       }
       return next;
     });
@@ -960,8 +959,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
         llvm::Value* y = widen(element(1, batchB, p, b.CreateAdd(first, q)), ct);
         for (size_t i = 0; i < rowList.size(); ++i) {
           llvm::Value* sum = b.CreateLoad(accType, slot(rowList[i], q));
-          llvm::Value* next = ints ? b.CreateAdd(sum, b.CreateMul(xs[i], y)) : b.CreateFAdd(sum, b.CreateFMul(xs[i], y));
-          b.CreateStore(next, slot(rowList[i], q));
+          b.CreateStore(multiplyAdd(sum, xs[i], y), slot(rowList[i], q));
         }
         return Values{};
       });
@@ -1049,7 +1047,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
               for (int64_t v = 0; v < kVectors; ++v) {
                 llvm::Value* sum = carried[static_cast<size_t>(r * kVectors + v)];
                 llvm::Value* y = ys[static_cast<size_t>(v)];
-                next.push_back(ints ? b.CreateAdd(sum, b.CreateMul(x, y)) : b.CreateFAdd(sum, b.CreateFMul(x, y)));
+                next.push_back(multiplyAdd(sum, x, y));
               }
             }
             return next;
@@ -1167,6 +1165,13 @@ llvm::Value* ElementEmitter::accumulate(llvm::Value* sum, llvm::Value* x) {
   llvm::Value* next = b.CreateFAdd(sum, x);
   if (auto* add = llvm::dyn_cast<llvm::Instruction>(next); add && target_.reassociatesSums()) add->setHasAllowReassoc(true);
   return next;
+}
+
+llvm::Value* ElementEmitter::multiplyAdd(llvm::Value* sum, llvm::Value* x, llvm::Value* y) {
+  llvm::Type* type = sum->getType();
+  if (type->isIntOrIntVectorTy()) return b.CreateAdd(sum, b.CreateMul(x, y));
+  KILN_INTERNAL_CHECK(type->getScalarType()->isDoubleTy(), "contractions sum floats in double");
+  return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {x, y, sum});
 }
 
 Values ElementEmitter::combineWarps(llvm::Value* lane, int64_t lanes, const Values& values,

@@ -153,6 +153,12 @@ class ElementEmitter {
   llvm::Value* math(MathFn fn, llvm::ArrayRef<llvm::Value*> args) { return target_.emitMath(b, fn, args); }
   // sum + x for a float reduction's accumulator, reassociable where the target allows it.
   llvm::Value* accumulate(llvm::Value* sum, llvm::Value* x);
+  // sum + x * y, a contraction's step (matmul, conv2d and its gradients) as the interpreter takes
+  // it (multiplyAdd in ir/interp/kernels.h): integers wrap; float sums, held in double, add the
+  // product in one rounding (fma). That is the plain sum's bits for products of widened f32, f16
+  // or bf16 values (exact in double) and, for f64, the fused product BLAS and XLA compute: half
+  // the instructions of a multiply and an add, on every CPU with FMA.
+  llvm::Value* multiplyAdd(llvm::Value* sum, llvm::Value* x, llvm::Value* y);
   // Float max/min that propagate NaN (as a quiet NaN), like the interpreter.
   llvm::Value* floatMax(llvm::Value* a, llvm::Value* c);
   llvm::Value* floatMin(llvm::Value* a, llvm::Value* c);

@@ -82,7 +82,7 @@ llvm::Value* conv2dBackwardData(ElementEmitter& e, const Op& op, const Index& ou
       llvm::Value* o = b.CreateAdd(firstOut, ivs[0]);
       llvm::Value* g = e.emit(dy, layout.stored({index[0], o, oy, ox}));
       llvm::Value* wv = e.emit(w, {o, channel, ivs[1], ivs[2]});
-      return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(g), e.toDouble(wv)))};
+      return Values{e.multiplyAdd(sum[0], e.toDouble(g), e.toDouble(wv))};
     }, sum);
   })[0];
   return e.fromDouble(acc, op.result()->type().dtype);
@@ -108,7 +108,7 @@ llvm::Value* conv2dBackwardFilter(ElementEmitter& e, const Op& op, const Index& 
     return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
       llvm::Value* g = e.emit(dy, layout.stored({ivs[0], index[0], ivs[1], ivs[2]}));
       llvm::Value* xv = e.emit(x, layout.stored({ivs[0], channel, iy, ix}));
-      return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(g), e.toDouble(xv)))};
+      return Values{e.multiplyAdd(sum[0], e.toDouble(g), e.toDouble(xv))};
     }, sum);
   })[0];
   return e.fromDouble(acc, op.result()->type().dtype);

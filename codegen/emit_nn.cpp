@@ -41,8 +41,8 @@ llvm::Value* matmul(ElementEmitter& e, const Op& op, const Index& index) {
     if (!bVector) bi.push_back(column);
     llvm::Value* x = e.emit(a, ai);
     llvm::Value* y = e.emit(c, bi);
-    if (ints) return Values{b.CreateAdd(sum[0], b.CreateMul(e.toI64(x, a->type().dtype), e.toI64(y, c->type().dtype)))};
-    return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(x), e.toDouble(y)))};
+    if (ints) return Values{e.multiplyAdd(sum[0], e.toI64(x, a->type().dtype), e.toI64(y, c->type().dtype))};
+    return Values{e.multiplyAdd(sum[0], e.toDouble(x), e.toDouble(y))};
   })[0];
   DType t = op.result()->type().dtype;
   return ints ? b.CreateTrunc(acc, e.computeType(t)) : e.fromDouble(acc, t);
@@ -72,7 +72,7 @@ llvm::Value* conv2d(ElementEmitter& e, const Op& op, const Index& outIndex) {
       llvm::Value* channel = b.CreateAdd(firstChannel, ivs[0]);
       llvm::Value* xv = e.emit(x, layout.stored({index[0], channel, iy, ix}));
       llvm::Value* wv = e.emit(w, {index[1], ivs[0], ivs[1], ivs[2]});
-      return Values{b.CreateFAdd(sum[0], b.CreateFMul(e.toDouble(xv), e.toDouble(wv)))};
+      return Values{e.multiplyAdd(sum[0], e.toDouble(xv), e.toDouble(wv))};
     }, sum);
   })[0];
   return e.fromDouble(acc, op.result()->type().dtype);

@@ -41,7 +41,7 @@ Expected<Tensor> gatherBackward(const Op& op, const Tensor& dy, const Tensor& in
 }
 
 // conv2d's terms (forEachConvTerm), each product's contribution to y sent back to x or w:
-// dx[x] += dy[y] * w[w]  and  dw[w] += dy[y] * x[x]. Channels-last runs over the channels-first
+// dx[x] += dy[y] * w[w]  and  dw[w] += dy[y] * x[x] (multiplyAdd). Channels-last runs over the channels-first
 // views of x and dy (ChannelsFirstView).
 Tensor conv2dBackward(const Op& op, const Tensor& a, const Tensor& b) {
   bool data = op.kind() == OpKind::Conv2dBackwardData;
@@ -50,10 +50,11 @@ Tensor conv2dBackward(const Op& op, const Tensor& a, const Tensor& b) {
   std::vector<double> other = toDoubles(data ? b : a), dyv = toDoubles(dy);
   std::vector<double> out(static_cast<size_t>(type.numElements()), 0.0);
   ChannelsFirstView xs = channelsFirstView(op, data ? type.shape : a.shape()), ys = channelsFirstView(op, dy.shape());
+  bool fused = dy.dtype() == DType::F64;
   forEachConvTerm(op, xs.shape, data ? b.shape() : type.shape, ys.shape, [&](int64_t y, int64_t x, int64_t w) {
     auto at = [](int64_t i) { return static_cast<size_t>(i); };
-    if (data) out[at(xs(x))] += dyv[at(ys(y))] * other[at(w)];
-    else out[at(w)] += dyv[at(ys(y))] * other[at(xs(x))];
+    double& sum = data ? out[at(xs(x))] : out[at(w)];
+    sum = multiplyAdd(dyv[at(ys(y))], other[at(data ? w : xs(x))], sum, fused);
   });
   return fromDoubles(type, out);
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -99,6 +100,19 @@ AxisSplit splitAt(const Shape& shape, int axis);
 // Every element widened to double (floats exactly; i64 beyond 2^53 rounds) or read as int64.
 std::vector<double> toDoubles(const Tensor& t);
 std::vector<int64_t> toInts(const Tensor& t);
+
+// A contraction's product (matmul, conv2d and its gradients) added to its running sum. f64
+// products add in one rounding, fma, as BLAS and XLA compute them and as kiln's kernels emit them
+// (ElementEmitter::multiplyAdd); the product of two widened f32, f16 or bf16 values is exact in
+// double, so for those the plain sum is the same and spares a call to fma.
+template <bool Fused>
+inline double multiplyAdd(double a, double b, double sum) {
+  if constexpr (Fused) return std::fma(a, b, sum);
+  else return sum + a * b;
+}
+inline double multiplyAdd(double a, double b, double sum, bool fused) {
+  return fused ? multiplyAdd<true>(a, b, sum) : multiplyAdd<false>(a, b, sum);
+}
 
 // Slice i along axis 0 (a tensor of `rowType`), and its inverse: store `row` as slice i of `dst`.
 Tensor takeRow(const Tensor& x, int64_t i, const TensorType& rowType);

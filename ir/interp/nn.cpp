@@ -1,5 +1,6 @@
 // Dense kernels: matmul, conv2d, max/avg pooling and batch_norm. Float inputs are widened to
-// double once, products are summed in double and each result is rounded once when stored; int
+// double once, products are summed in double (f64 ones fused, multiplyAdd) and each result is
+// rounded once when stored; int
 // matmul wraps modulo 2^64 and then to its width.
 #include <algorithm>
 #include <functional>
@@ -15,7 +16,8 @@ namespace kiln::interp {
 namespace {
 
 // One M x K times K x N row-major product; store(i, v) receives element i of the M x N result.
-template <class T, class Store>
+// Fused: f64 products add to the sum in one rounding (multiplyAdd).
+template <class T, bool Fused = false, class Store>
 void matmulBlock(const T* a, const T* b, int64_t m, int64_t k, int64_t n, std::vector<T>& acc, Store store) {
   for (int64_t i = 0; i < m; ++i) {
     acc.assign(static_cast<size_t>(n), T(0));
@@ -24,7 +26,7 @@ void matmulBlock(const T* a, const T* b, int64_t m, int64_t k, int64_t n, std::v
       const T* brow = b + p * n;
       for (int64_t j = 0; j < n; ++j) {
         if constexpr (std::is_same_v<T, int64_t>) acc[j] = wrappingAdd(acc[j], wrappingMul(av, brow[j]));
-        else acc[j] += av * brow[j];
+        else acc[j] = multiplyAdd<Fused>(av, brow[j], acc[j]);
       }
     }
     for (int64_t j = 0; j < n; ++j) store(i * n + j, acc[j]);
@@ -53,11 +55,15 @@ Tensor matmul(const Op& op, const Tensor& a, const Tensor& b) {
     }
   } else {
     std::vector<double> av = toDoubles(a), bv = toDoubles(b), acc;
-    for (size_t bi = 0; bi < ia.size(); ++bi) {
-      int64_t outBase = static_cast<int64_t>(bi) * m * n;
-      matmulBlock<double>(av.data() + ia[bi] * m * k, bv.data() + ib[bi] * k * n, m, k, n, acc,
-                          [&](int64_t i, double v) { out.setDouble(outBase + i, v); });
-    }
+    auto blocks = [&](auto fused) {
+      for (size_t bi = 0; bi < ia.size(); ++bi) {
+        int64_t outBase = static_cast<int64_t>(bi) * m * n;
+        matmulBlock<double, decltype(fused)::value>(av.data() + ia[bi] * m * k, bv.data() + ib[bi] * k * n, m, k, n, acc,
+                                                    [&](int64_t i, double v) { out.setDouble(outBase + i, v); });
+      }
+    };
+    if (a.dtype() == DType::F64) blocks(std::true_type{});
+    else blocks(std::false_type{});
   }
   return out;
 }
@@ -102,8 +108,10 @@ Tensor conv2d(const Op& op, const Tensor& x, const Tensor& w) {
   Tensor out(op.result()->type());
   std::vector<double> xv = toDoubles(x), wv = toDoubles(w), sums(static_cast<size_t>(out.numElements()), 0.0);
   ChannelsFirstView xs = channelsFirstView(op, x.shape()), ys = channelsFirstView(op, out.shape());
+  bool fused = x.dtype() == DType::F64;
   forEachConvTerm(op, xs.shape, w.shape(), ys.shape, [&](int64_t y, int64_t xi, int64_t wi) {
-    sums[static_cast<size_t>(ys(y))] += xv[static_cast<size_t>(xs(xi))] * wv[static_cast<size_t>(wi)];
+    double& sum = sums[static_cast<size_t>(ys(y))];
+    sum = multiplyAdd(xv[static_cast<size_t>(xs(xi))], wv[static_cast<size_t>(wi)], sum, fused);
   });
   for (size_t i = 0; i < sums.size(); ++i) out.setDouble(static_cast<int64_t>(i), sums[i]);
   return out;

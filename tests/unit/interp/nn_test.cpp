@@ -68,6 +68,17 @@ TEST(InterpMatmul, IntWrapsAndFloatAccumulatesInDouble) {
   EXPECT_TRUE(sameValues(empty, {0, 0, 0, 0, 0, 0}));
 }
 
+// f64 products add to the sum in one rounding, as BLAS and XLA (and kiln's kernels) add them:
+// (1 + 2^-30)(1 - 2^-30) = 1 - 2^-60, which rounds to 1 on its own, so a multiply and then an add
+// to -1 would give 0. f32 products of widened values are exact in double either way.
+TEST(InterpMatmul, F64ProductsAddInOneRounding) {
+  const double e = std::ldexp(1.0, -30), fused = -std::ldexp(1.0, -60);
+  Tensor dot = run1(OpKind::Matmul, {test::f64({2}, {1, 1 + e}), test::f64({2}, {-1, 1 - e})});
+  EXPECT_TRUE(sameValues(dot, {fused}));
+  Tensor conv = run1(OpKind::Conv2d, {test::f64({1, 1, 1, 2}, {1, 1 + e}), test::f64({1, 1, 1, 2}, {-1, 1 - e})});
+  EXPECT_TRUE(sameValues(conv, {fused}));
+}
+
 // ---- conv2d ----
 
 AttrList convAttrs(std::vector<int64_t> strides, std::vector<int64_t> pads, std::vector<int64_t> dilations,
