@@ -106,22 +106,24 @@ llvm::Value* polynomial(llvm::IRBuilder<>& b, llvm::ArrayRef<double> coefficient
   return sum;
 }
 
-// roundeven(x * k) for |x * k| < 2^22, by the rounding shift: fma(x, k, 1.5 * 2^23) rounds the
-// exact product to an integer n held in the sum's low mantissa bits (`shifted`, whose bits are
-// 0x4B400000 + n), and subtracting 1.5 * 2^23 again gives n as a float. No float-to-int
-// conversion, whose NaN result LLVM makes poison: a NaN passes through both. Fast-math flags are
-// cleared for the two, since reassociating would fold the shift away.
+// roundeven(x * k) for |x * k| < 2^22 (2^51 in f64), by the rounding shift: fma(x, k, 1.5 * 2^23)
+// rounds the exact product to an integer n held in the sum's low mantissa bits (`shifted`, whose
+// bits are 0x4B400000 + n; in f64 the shift is 1.5 * 2^52), and subtracting the shift again gives
+// n as a float. No float-to-int conversion, whose NaN result LLVM makes poison: a NaN passes
+// through both. Fast-math flags are cleared for the two, since reassociating would fold the shift
+// away.
 struct RoundedProduct {
   llvm::Value* n;        // the integer, as a float
-  llvm::Value* shifted;  // n + 1.5 * 2^23
+  llvm::Value* shifted;  // n + the shift
 };
 constexpr double kRoundingShift = 12582912.0;  // 1.5 * 2^23
+constexpr double kRoundingShiftF64 = 6755399441055744.0;  // 1.5 * 2^52
 constexpr uint32_t kRoundingShiftBits = 0x4B400000;
 RoundedProduct roundedProduct(llvm::IRBuilder<>& b, llvm::Value* x, double k) {
   llvm::IRBuilder<>::FastMathFlagGuard exact(b);
   b.clearFastMathFlags();
   llvm::Type* type = x->getType();
-  llvm::Value* shift = llvm::ConstantFP::get(type, kRoundingShift);
+  llvm::Value* shift = llvm::ConstantFP::get(type, type->getScalarType()->isDoubleTy() ? kRoundingShiftF64 : kRoundingShift);
   llvm::Value* shifted = b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {x, llvm::ConstantFP::get(type, k), shift});
   return {b.CreateFSub(shifted, shift), shifted};
 }
@@ -201,42 +203,64 @@ llvm::Value* expInline(llvm::IRBuilder<>& b, llvm::Value* x, const ScaleFn& scal
   return exp2Split(b, clampKeepingNaN(b, x, -104.0, 89.0), high, low, scale);
 }
 
-// f32 tanh in a few vector instructions and no call: tanh x = q / (q + 2) with q = e^(2x) - 1, for
-// either sign (q is in (-1, 0] for x <= 0, q + 2 in (1, 2]: no cancellation). x is clamped to
-// [-10, 10], past which tanh is +-1 in f32 (from 9.01); a NaN passes the clamp and every step.
-// q by a reduction in natural units: 2x = n ln 2 + r with r in [-ln2/2, ln2/2], kept as h = r/2
-// (so 2x is never formed), e^r - 1 = r P(r) with P of degree 5 fitted for kiln (least squares on
-// the relative error; in h, the same polynomial with its coefficients scaled by powers of two:
-// the same bits), and q = 2^n (e^r - 1) + (2^n - 1); h = x exactly while |2x| < ln2/2, so small
-// |x| keep every bit. At most 3 ulp. n is rounded by adding and subtracting 1.5 * 2^23: the sum's
-// low mantissa bits are then n, so 2^n is those bits shifted into the exponent field, with no
-// float-to-int conversion (whose NaN result LLVM makes poison) and so no NaN guard. q + 2 is
-// formed beside q, as 2^n (e^r - 1) + (2^n + 1), not after it: these loops are bound by their
-// chain of dependent instructions. One formula for every x: the earlier form computed a
-// small-|x| polynomial and 1 - 2 / (e^(2|x|) + 1) for every lane and selected one, ~20% slower.
-// tests/unit/codegen/vector_math_test.cpp measures it over the whole float range.
+// tanh in a few vector instructions and no call, f32 or f64: tanh x = q / (q + 2) with q = e^(2x)
+// - 1, for either sign (q is in (-1, 0] for x <= 0, q + 2 in (1, 2]: no cancellation). x is
+// clamped to [-10, 10] in f32, [-20, 20] in f64, past which tanh rounds to +-1 (from 9.01 and
+// 19.06); a NaN passes the clamp and every step. q by a reduction in natural units: 2x = n ln 2 + r
+// with r in [-ln2/2, ln2/2], kept as h = r/2 (so 2x is never formed), and e^r - 1 = r P(r): in f32
+// P of degree 5 fitted for kiln (least squares on the relative error), in f64 the Taylor series to
+// degree 12, whose first term left out is under 0.1 ulp there; in h, the same polynomial with its
+// coefficients scaled by powers of two (the same bits). Then q = 2^n (e^r - 1) + (2^n - 1); h = x
+// exactly while |2x| < ln2/2, so small |x| keep every bit. At most 3 ulp in either type
+// (tests/unit/codegen/vector_math_test.cpp measures both over their whole range). n is rounded by
+// the rounding shift (roundedProduct): the sum's low mantissa bits are then n, so 2^n is those bits
+// shifted into the exponent field, with no float-to-int conversion (whose NaN result LLVM makes
+// poison) and so no NaN guard. q + 2 is formed beside q, as 2^n (e^r - 1) + (2^n + 1), not after
+// it: these loops are bound by their chain of dependent instructions. One formula for every x:
+// the earlier form computed a small-|x| polynomial and 1 - 2 / (e^(2|x|) + 1) for every lane and
+// selected one, ~20% slower. f64 tanh was libmvec's before: 1.5-1.7 ms over 2M f64 where jax.jit
+// takes 1.0 (2-core Sapphire Rapids).
 llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
+  const bool f64 = type->getScalarType()->isDoubleTy();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
   auto fma = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {p, q, r}); };
-  llvm::Value* clamped = clampKeepingNaN(b, x, -10.0, 10.0);
+  llvm::Value* clamped = f64 ? clampKeepingNaN(b, x, -20.0, 20.0) : clampKeepingNaN(b, x, -10.0, 10.0);
   auto [n, shifted] = roundedProduct(b, clamped, 2 * 1.4426950408889634);  // 2x log2(e)
   // h = x - n ln2/2 as n (-high) + x, then n (-low) + h, with ln 2 / 2 = high + low split so that
-  // both parts are positive: for n = +0 each product is -0, and -0 + x keeps a -0 x's sign (tanh(-0)
-  // = -0). (Negating n instead lets the backend fold the negation into the sum above.)
+  // n high is exact (|n| <= 58) and both parts are positive: for n = +0 each product is -0, and
+  // -0 + x keeps a -0 x's sign (tanh(-0) = -0). (Negating n instead lets the backend fold the
+  // negation into the sum above.) In f32 high is a float below ln2/2, in f64 its first 40 bits.
   constexpr double kHalfLn2 = 0.6931471805599453 / 2;
-  float high = static_cast<float>(kHalfLn2);
-  if (high > kHalfLn2) high = std::nextafter(high, 0.0f);
-  llvm::Value* h = fma(n, c(-(kHalfLn2 - high)), fma(n, c(-high), clamped));
+  double high;
+  if (f64) {
+    high = std::ldexp(std::floor(std::ldexp(kHalfLn2, 41)), -41);
+  } else {
+    float h32 = static_cast<float>(kHalfLn2);
+    high = h32 > kHalfLn2 ? std::nextafter(h32, 0.0f) : h32;
+  }
+  constexpr long double kHalfLn2Long = 0.693147180559945309417232121458176568L / 2;
+  double low = f64 ? static_cast<double>(kHalfLn2Long - high) : kHalfLn2 - high;
+  llvm::Value* h = fma(n, c(-low), fma(n, c(-high), clamped));
   // P(r)'s coefficients p_k as 2^(k+1) p_k: h P'(h) = (r/2) (2 P(r)) = r P(r).
-  static constexpr double kExpm1[] = {1.0 * 2, 0.4999999701976776 * 4, 0.16666506230831146 * 8,
-                                      0.041667137295007706 * 16, 0.008369074203073978 * 32,
-                                      0.0013888871762901545 * 64};
+  static constexpr double kExpm1F32[] = {1.0 * 2, 0.4999999701976776 * 4, 0.16666506230831146 * 8,
+                                         0.041667137295007706 * 16, 0.008369074203073978 * 32,
+                                         0.0013888871762901545 * 64};
+  static const std::vector<double> kExpm1F64 = [] {
+    std::vector<double> p;  // 2^(k+1) / (k+1)!
+    double factorial = 1;
+    for (int k = 0; k <= 12; ++k) p.push_back(std::ldexp(1.0, k + 1) / (factorial *= k + 1));
+    return p;
+  }();
+  llvm::ArrayRef<double> expm1 = f64 ? llvm::ArrayRef<double>(kExpm1F64) : llvm::ArrayRef<double>(kExpm1F32);
   // h P'(h), not h + h^2 Q(h): h^2 Q is +0 for h = -0, and +0 + -0 would lose the sign again.
-  llvm::Value* fraction = b.CreateFMul(h, polynomial(b, kExpm1, h, b.CreateFMul(h, h)));
-  // The shifted sum's bits are 0x4b400000 + n; its top nine bits leave with the shift.
-  llvm::Type* intType = type->getWithNewType(b.getInt32Ty());
-  llvm::Value* exponent = b.CreateShl(b.CreateAdd(b.CreateBitCast(shifted, intType), llvm::ConstantInt::get(intType, 127)), 23);
+  llvm::Value* fraction = b.CreateFMul(h, polynomial(b, expm1, h, b.CreateFMul(h, h)));
+  // The shifted sum's bits are the shift's + n; its top bits leave with the shift into the
+  // exponent field.
+  const unsigned bits = f64 ? 64 : 32;
+  const int mantissa = f64 ? 52 : 23, bias = f64 ? 1023 : 127;
+  llvm::Type* intType = type->getWithNewType(b.getIntNTy(bits));
+  llvm::Value* exponent = b.CreateShl(b.CreateAdd(b.CreateBitCast(shifted, intType), llvm::ConstantInt::get(intType, bias)), mantissa);
   llvm::Value* scale = b.CreateBitCast(exponent, type);
   // 2^n - 1 as -(1 - 2^n): the same value (rounding to nearest is symmetric), but -0 for n = 0, so
   // a -0 fraction stays -0.
@@ -274,7 +298,7 @@ llvm::Value* erfInline(llvm::IRBuilder<>& b, llvm::Value* x, const std::function
 
 llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) {
   llvm::Type* type = args[0]->getType();
-  if ((fn == MathFn::Exp || fn == MathFn::Tanh) && type->isFloatTy()) ++inlineMath_;
+  if ((fn == MathFn::Exp && type->isFloatTy()) || fn == MathFn::Tanh) ++inlineMath_;
   if (fn == MathFn::Exp && type->isFloatTy()) {
     // With AVX-512, the loop vectoriser's widths scale by vscalefps (one instruction for the
     // eight of scaleInTwoSteps; the same bits): through vector variants, inlined after it.
@@ -283,7 +307,7 @@ llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef
         b, "kiln_expf", args[0], [](llvm::IRBuilder<>& s, llvm::Value* x) { return expInline(s, x); },
         [](llvm::IRBuilder<>& v, llvm::Value* x) { return expInline(v, x, scaleByScalef); });
   }
-  if (fn == MathFn::Tanh && type->isFloatTy()) return tanhInline(b, args[0]);
+  if (fn == MathFn::Tanh) return tanhInline(b, args[0]);
   if (fn == MathFn::Erf && type->isFloatTy())
     return erfInline(b, args[0], [&](llvm::Value* v) { return emitMath(b, MathFn::Exp, {v}); });
   if (llvm::Intrinsic::ID id = intrinsicId(fn); id != llvm::Intrinsic::not_intrinsic)

@@ -1,16 +1,18 @@
 // Vectorised math on the CPU (codegen/vector_math.h): every transcendental function kiln's CPU
-// kernels compute, in f32, over the whole float range (a sweep of bit patterns through every
-// exponent, both signs, subnormals, +-0, +-inf and NaN), against a double-precision reference
-// rounded to float. The error bound is glibc's documented 4 ulp for libmvec (kiln's own formulas
-// around it, such as sigmoid's and f32 tanh's, add a few); the measured worst case is printed for
-// the notes.
+// kernels compute, in f32 and in f64, over the whole range of the type (a sweep of bit patterns
+// through every exponent, both signs, subnormals, +-0, +-inf and NaN, and a linear sweep of
+// [-25, 25]), against a long double reference rounded to the type. The error bound is glibc's
+// documented 4 ulp for libmvec (kiln's own formulas around it, such as sigmoid's, add a few; its
+// inline exp, tanh and erf meet the same bound); the measured worst case is printed for the notes.
 #include <gtest/gtest.h>
 #include <llvm/TargetParser/Host.h>
 
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iomanip>
 #include <limits>
+#include <type_traits>
 
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_target.h"
@@ -20,77 +22,85 @@
 namespace kiln {
 namespace {
 
-// Distance in units in the last place between two floats (ordered bit images).
-int64_t ulps(float a, float b) {
-  auto ordered = [](float f) {
-    int32_t i;
-    std::memcpy(&i, &f, 4);
-    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};
+// Distance in units in the last place between two floats, or two doubles (ordered bit images;
+// saturated where the distance is beyond int64).
+template <class T>
+int64_t ulps(T a, T b) {
+  using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  auto ordered = [](T f) {
+    Bits i;
+    std::memcpy(&i, &f, sizeof(T));
+    return i < 0 ? static_cast<__int128>(std::numeric_limits<Bits>::min()) - i : static_cast<__int128>(i);
   };
-  return std::llabs(ordered(a) - ordered(b));
+  __int128 d = ordered(a) - ordered(b);
+  if (d < 0) d = -d;
+  return d > INT64_MAX ? INT64_MAX : static_cast<int64_t>(d);
 }
 
-// `count` floats whose bit patterns step evenly through all 2^32, plus the special values.
-std::vector<float> sweep(int64_t count) {
-  std::vector<float> xs;
-  uint64_t step = (uint64_t{1} << 32) / static_cast<uint64_t>(count);
-  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += step) {
-    uint32_t b = static_cast<uint32_t>(bits);
-    float f;
-    std::memcpy(&f, &b, 4);
+// `count` values whose bit patterns step evenly through all 2^32 (or 2^64), then a linear sweep of
+// [-25, 25] (where most functions change fastest, and which the bit patterns of a double visit
+// rarely), then the special values.
+template <class T>
+std::vector<T> sweep(int64_t count) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  std::vector<T> xs;
+  const Bits step = static_cast<Bits>(std::numeric_limits<Bits>::max() / static_cast<Bits>(count)) + 1;
+  for (int64_t i = 0; i < count; ++i) {
+    Bits bits = static_cast<Bits>(static_cast<Bits>(i) * step);
+    T f;
+    std::memcpy(&f, &bits, sizeof(T));
     xs.push_back(f);
   }
-  for (float f : {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, std::numeric_limits<float>::infinity(),
-                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
-                  std::numeric_limits<float>::lowest(), 88.7f, -103.9f, 1e-30f})
+  for (int64_t i = 0; i < count / 8; ++i) xs.push_back(static_cast<T>(-25.0 + 50.0 * static_cast<double>(i) / static_cast<double>(count / 8)));
+  using L = std::numeric_limits<T>;
+  for (T f : {T(0), T(-0.0), T(1), T(-1), T(0.5), L::infinity(), -L::infinity(), L::quiet_NaN(), L::denorm_min(),
+              L::max(), L::lowest(), T(88.7), T(-103.9), T(1e-30), T(709.7), T(-745.1), T(19.06), T(-9.01)})
     xs.push_back(f);
-  while (xs.size() % 64) xs.push_back(0.25f);  // whole vectors, and a remainder-free loop
+  while (xs.size() % 64) xs.push_back(T(0.25));  // whole vectors, and a remainder-free loop
   return xs;
 }
 
 struct Function {
   const char* op;
-  std::function<double(double)> reference;
+  std::function<long double(long double)> reference;
   int64_t maxUlps;
 };
 
 const Function kFunctions[] = {
-    {"exp", [](double x) { return std::exp(x); }, 4},
-    {"log", [](double x) { return std::log(x); }, 4},
-    {"tanh", [](double x) { return std::tanh(x); }, 4},
-    {"erf", [](double x) { return std::erf(x); }, 4},
-    {"sin", [](double x) { return std::sin(x); }, 4},
-    {"cos", [](double x) { return std::cos(x); }, 4},
-    {"log1p", [](double x) { return std::log1p(x); }, 4},
-    {"asin", [](double x) { return std::asin(x); }, 4},
-    {"acos", [](double x) { return std::acos(x); }, 4},
-    {"atan", [](double x) { return std::atan(x); }, 4},
+    {"exp", [](long double x) { return std::exp(x); }, 4},
+    {"log", [](long double x) { return std::log(x); }, 4},
+    {"tanh", [](long double x) { return std::tanh(x); }, 4},
+    {"erf", [](long double x) { return std::erf(x); }, 4},
+    {"sin", [](long double x) { return std::sin(x); }, 4},
+    {"cos", [](long double x) { return std::cos(x); }, 4},
+    {"log1p", [](long double x) { return std::log1p(x); }, 4},
+    {"asin", [](long double x) { return std::asin(x); }, 4},
+    {"acos", [](long double x) { return std::acos(x); }, 4},
+    {"atan", [](long double x) { return std::atan(x); }, 4},
     // kiln computes sigmoid from exp: exp's error plus a division and an addition.
-    {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, 6},
+    {"sigmoid", [](long double x) { return 1 / (1 + std::exp(-x)); }, 6},
 };
 
-class VectorMath : public ::testing::TestWithParam<Function> {};
-
-TEST_P(VectorMath, WithinItsUlpBoundOverTheWholeRange) {
-  const Function& fn = GetParam();
-  std::vector<float> xs = sweep(int64_t{1} << 20);
+// The function over the whole range of T, against the long double reference rounded to T.
+template <class T>
+void expectWithinItsUlpBound(const Function& fn) {
+  const char* dtype = sizeof(T) == 4 ? "f32" : "f64";
+  std::vector<T> xs = sweep<T>(int64_t{1} << 20);
   int64_t n = static_cast<int64_t>(xs.size());
-  std::string text = "func @main(%x: f32[" + std::to_string(n) + "]) -> f32[" + std::to_string(n) + "] {\n  %y = " +
-                     fn.op + " %x\n  return %y\n}\n";
-  auto m = parseModule(text, "math.kiln");
+  std::string type = std::string(dtype) + "[" + std::to_string(n) + "]";
+  auto m = parseModule("func @main(%x: " + type + ") -> " + type + " {\n  %y = " + fn.op + " %x\n  return %y\n}\n", "math.kiln");
   ASSERT_TRUE(m.ok()) << m.error().str();
   auto exe = Executable::compile(*(*m)->entry(), {});
   ASSERT_TRUE(exe.ok()) << exe.error().str();
-  Tensor x(TensorType{DType::F32, {n}});
-  std::memcpy(x.data(), xs.data(), xs.size() * 4);
+  Tensor x(TensorType{sizeof(T) == 4 ? DType::F32 : DType::F64, {n}});
+  std::memcpy(x.data(), xs.data(), xs.size() * sizeof(T));
   auto got = (*exe)->run({x});
   ASSERT_TRUE(got.ok()) << got.error().str();
-  const auto* y = static_cast<const float*>((*got)[0].data());
+  const auto* y = static_cast<const T*>((*got)[0].data());
   int64_t worst = 0;
-  float worstAt = 0;
+  T worstAt = 0;
   for (int64_t i = 0; i < n; ++i) {
-    float want = static_cast<float>(fn.reference(xs[i]));
+    T want = static_cast<T>(fn.reference(xs[i]));
     if (std::isnan(want) || std::isnan(y[i])) {
       EXPECT_TRUE(std::isnan(want) && std::isnan(y[i])) << fn.op << "(" << xs[i] << ") = " << y[i] << ", want " << want;
       continue;
@@ -100,18 +110,30 @@ TEST_P(VectorMath, WithinItsUlpBoundOverTheWholeRange) {
     // ulps() counts +0 and -0 as one value; an odd function must keep the zero's sign.
     if (want == 0 && std::signbit(want) != std::signbit(y[i])) ADD_FAILURE() << fn.op << "(" << xs[i] << ") = " << y[i] << ", want " << want;
   }
-  std::cout << fn.op << ": at most " << worst << " ulp (at " << worstAt << ") over " << n << " values"
-            << (codegen::vectorMathAvailable() ? ", vectorised through libmvec" : ", scalar libm") << "\n";
+  std::cout << dtype << " " << fn.op << ": at most " << worst << " ulp (at " << std::setprecision(17) << worstAt << ") over "
+            << n << " values" << (codegen::vectorMathAvailable() ? " (libmvec loaded)" : " (scalar libm)") << "\n";
   EXPECT_LE(worst, fn.maxUlps) << fn.op << " at " << worstAt;
 }
 
+class VectorMath : public ::testing::TestWithParam<Function> {};
+
+TEST_P(VectorMath, WithinItsUlpBoundOverTheWholeRange) { expectWithinItsUlpBound<float>(GetParam()); }
+
 INSTANTIATE_TEST_SUITE_P(Cpu, VectorMath, ::testing::ValuesIn(kFunctions),
+                         [](const auto& info) { return std::string(info.param.op); });
+
+// The same functions in f64: libmvec's double variants, and kiln's own inline tanh.
+class VectorMathF64 : public ::testing::TestWithParam<Function> {};
+
+TEST_P(VectorMathF64, WithinItsUlpBoundOverTheWholeRange) { expectWithinItsUlpBound<double>(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Cpu, VectorMathF64, ::testing::ValuesIn(kFunctions),
                          [](const auto& info) { return std::string(info.param.op); });
 
 // pow over positive bases of every exponent and a spread of exponents (negative ones included).
 TEST(VectorMath, PowWithinItsUlpBound) {
   std::vector<float> bases, exps;
-  for (float b : sweep(int64_t{1} << 16))
+  for (float b : sweep<float>(int64_t{1} << 16))
     if (b > 0 && std::isfinite(b))
       for (float e : {-3.5f, -1.0f, -0.5f, 0.5f, 1.5f, 2.0f, 3.0f, 7.25f}) bases.push_back(b), exps.push_back(e);
   while (bases.size() % 64) bases.push_back(2.0f), exps.push_back(2.0f);
@@ -152,19 +174,24 @@ TEST(VectorMath, KernelsCallTheVectorVariants) {
   EXPECT_NE(assembly("sin %x").find("v_sinf"), std::string::npos) << "no call to libmvec's vector sinf";
 }
 
-// f32 exp, tanh and erf are kiln's own and inline (codegen/cpu_target.cpp, expInline, tanhInline
-// and erfInline): no call at all, and vectorised.
-TEST(VectorMath, F32ExpTanhAndErfAreInline) {
-  for (const char* op : {"exp %x", "tanh %x", "sigmoid %x", "erf %x", "gelu %x {approximate = \"none\"}"}) {
-    SCOPED_TRACE(op);
-    auto m = parseModule(std::string("func @main(%x: f32[4096]) -> f32[4096] {\n  %y = ") + op + "\n  return %y\n}\n", "v.kiln");
+// f32 exp, tanh and erf and f64 tanh are kiln's own and inline (codegen/cpu_target.cpp,
+// expInline, tanhInline and erfInline): no call at all, and vectorised.
+TEST(VectorMath, KilnsOwnFormulasAreInline) {
+  const std::pair<const char*, const char*> cases[] = {{"f32", "exp %x"},  {"f32", "tanh %x"}, {"f32", "sigmoid %x"},
+                                                       {"f32", "erf %x"},  {"f32", "gelu %x {approximate = \"none\"}"},
+                                                       {"f64", "tanh %x"}, {"f64", "gelu %x {approximate = \"tanh\"}"}};
+  for (auto [dtype, op] : cases) {
+    SCOPED_TRACE(std::string(dtype) + " " + op);
+    std::string type = std::string(dtype) + "[4096]";
+    auto m = parseModule("func @main(%x: " + type + ") -> " + type + " {\n  %y = " + op + "\n  return %y\n}\n", "v.kiln");
     ASSERT_TRUE(m.ok());
     auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
     ASSERT_TRUE(compiled.ok()) << compiled.error().str();
     auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
     ASSERT_TRUE(text.ok()) << text.error().str();
     EXPECT_EQ(text->find("call"), std::string::npos) << "calls a function";
-    EXPECT_NE(text->find("mulps"), std::string::npos) << "not vectorised (no packed multiply)";
+    const char* packedMultiply = std::string(dtype) == "f32" ? "mulps" : "mulpd";
+    EXPECT_NE(text->find(packedMultiply), std::string::npos) << "not vectorised (no packed multiply)";
   }
 }
 
