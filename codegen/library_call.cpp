@@ -74,10 +74,12 @@ bool readsOnly(const std::vector<const Op*>& ops, const Value* x) {
   return true;
 }
 
-// A library op's epilogue taken apart: an optional bias add first, then an optional activation.
+// A library op's epilogue taken apart: an optional bias add first, then an optional residual add,
+// then an optional activation.
 struct Epilogue {
   const Value* bias = nullptr;  // the bias add's other operand
   int biasBuffer = -1;
+  int residualBuffer = -1;      // the residual add's other operand's buffer
   bool hasActivation = false;
   Activation activation = Activation::Other;
   std::string reason;  // set: the generated kernel runs the group
@@ -105,7 +107,10 @@ Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const std::stri
   std::vector<const Op*> rest = ops;
   if (!ops.empty() && ops[0]->kind() == OpKind::Add && ops[0]->operand(0) != ops[0]->operand(1)) {
     const Value* other = ops[0]->operand(0) == x ? ops[0]->operand(1) : ops[0]->operand(0);
-    if (!isImmediateConstant(other)) {  // adding an immediate is no bias buffer: judged below with the other ops
+    // Adding an immediate is no bias buffer (judged below with the other ops), nor is a residual
+    // that is no bias (judged next).
+    bool residual = !passes::isLibraryBias(hero, *other) && passes::isLibraryResidual(hero, *ops[0], x);
+    if (!isImmediateConstant(other) && !residual) {
       if (!passes::isLibraryBias(hero, *other))
         e.reason = "add of " + valueText(other) + " is not " + biasText + ", which is all " + library + " adds";
       else if ((e.biasBuffer = bufferOf(group, other)) < 0)
@@ -116,11 +121,21 @@ Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const std::stri
       rest.erase(rest.begin());
     }
   }
+  if (!rest.empty() && passes::isLibraryResidual(hero, *rest[0], x)) {
+    const Op& add = *rest[0];
+    const Value* other = add.operand(0) == x ? add.operand(1) : add.operand(0);
+    if ((e.residualBuffer = bufferOf(group, other)) < 0) {
+      e.reason = "the residual " + valueText(other) + " is computed in the kernel";
+      return e;
+    }
+    x = add.result();
+    rest.erase(rest.begin());
+  }
   if (rest.empty()) return e;
   e.hasActivation = true;
   e.activation = classifyActivation(rest, x);
   if (e.activation == Activation::Other && !readsOnly(rest, x))
-    e.reason = "epilogue '" + opNames(ops) + "' is not a bias add and/or one activation, in that order";
+    e.reason = "epilogue '" + opNames(ops) + "' is not a bias add, a residual add and one activation (each optional), in that order";
   else if (e.activation == Activation::Other)
     e.reason = "epilogue '" + opNames(rest) + "' has no " + library + " epilogue";
   return e;
@@ -221,7 +236,8 @@ LibraryCall selectMatmul(const KernelGroup& group, const Op& hero, const std::st
     call.epilogue = bias ? MatmulEpilogue::BiasRelu : MatmulEpilogue::Relu;
   else
     call.epilogue = bias ? MatmulEpilogue::BiasGelu : MatmulEpilogue::Gelu;
-  if (dtype == DType::F64 && call.epilogue != MatmulEpilogue::None)
+  call.residual = e.residualBuffer;
+  if (dtype == DType::F64 && (call.epilogue != MatmulEpilogue::None || call.residual >= 0))
     return GeneratedKernel{"f64 matmul with an epilogue: kiln uses " + lib + "'s epilogues for f32, f16 and bf16 only"};
   return call;
 }
@@ -295,7 +311,10 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
     std::string name = e.activation == Activation::Relu6 ? "relu6" : "relu";
     return GeneratedKernel{name + " without a bias add: " + lib + " fuses " + name + " only after a bias"};
   }
+  if (e.residualBuffer >= 0 && !e.bias)
+    return GeneratedKernel{"a residual add without a bias add: " + lib + " adds a residual only after a bias"};
   call.bias = e.biasBuffer;
+  call.residual = e.residualBuffer;
   call.epilogue = !e.bias ? ConvEpilogue::None
                   : !e.hasActivation ? ConvEpilogue::Bias
                   : e.activation == Activation::Relu6 ? ConvEpilogue::BiasRelu6
@@ -309,6 +328,23 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
 
 bool hasLibraryOp(const KernelGroup& group) {
   return std::any_of(group.ops.begin(), group.ops.end(), [](const Op* op) { return isLibraryOp(*op); });
+}
+
+const Value* inPlaceResidual(const KernelGroup& group) {
+  const Op* hero = nullptr;
+  for (const Op* op : group.ops)
+    if (isLibraryOp(*op)) {
+      if (hero) return nullptr;
+      hero = op;
+    }
+  bool forward = hero && (hero->kind() == OpKind::Matmul || hero->kind() == OpKind::Conv2d);
+  if (!forward || isInt(hero->result()->type().dtype)) return nullptr;
+  Epilogue e = splitEpilogue(group, *hero, "a bias", "the library");
+  if (!e.reason.empty() || e.residualBuffer < 0) return nullptr;
+  const Value* residual = group.inputs[static_cast<size_t>(e.residualBuffer)];
+  size_t reads = 0;
+  for (const Op* op : group.ops) reads += static_cast<size_t>(std::count(op->operands().begin(), op->operands().end(), residual));
+  return reads == 1 ? residual : nullptr;
 }
 
 // Below this many multiply-adds a matmul is computed faster by its generated kernel than by a
@@ -356,26 +392,42 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
 #endif
 }
 
-const char* epilogueName(MatmulEpilogue epilogue) {
-  switch (epilogue) {
-    case MatmulEpilogue::None: return "none";
-    case MatmulEpilogue::Bias: return "bias";
-    case MatmulEpilogue::Relu: return "relu";
-    case MatmulEpilogue::BiasRelu: return "bias+relu";
-    case MatmulEpilogue::Gelu: return "gelu";
-    case MatmulEpilogue::BiasGelu: return "bias+gelu";
-  }
-  return "none";
+namespace {
+
+// The epilogue's name with "+residual" after its bias ("bias+residual+relu"), or first.
+std::string withResidual(const char* name, bool residual) {
+  std::string text = name;
+  if (!residual) return text;
+  if (text == "none") return "residual";
+  if (text == "bias") return "bias+residual";
+  if (text.starts_with("bias+")) return "bias+residual+" + text.substr(5);
+  return "residual+" + text;
 }
 
-const char* epilogueName(ConvEpilogue epilogue) {
+}  // namespace
+
+std::string epilogueName(MatmulEpilogue epilogue, bool residual) {
+  const char* name = "none";
   switch (epilogue) {
-    case ConvEpilogue::None: return "none";
-    case ConvEpilogue::Bias: return "bias";
-    case ConvEpilogue::BiasRelu: return "bias+relu";
-    case ConvEpilogue::BiasRelu6: return "bias+relu6";
+    case MatmulEpilogue::None: name = "none"; break;
+    case MatmulEpilogue::Bias: name = "bias"; break;
+    case MatmulEpilogue::Relu: name = "relu"; break;
+    case MatmulEpilogue::BiasRelu: name = "bias+relu"; break;
+    case MatmulEpilogue::Gelu: name = "gelu"; break;
+    case MatmulEpilogue::BiasGelu: name = "bias+gelu"; break;
   }
-  return "none";
+  return withResidual(name, residual);
+}
+
+std::string epilogueName(ConvEpilogue epilogue, bool residual) {
+  const char* name = "none";
+  switch (epilogue) {
+    case ConvEpilogue::None: name = "none"; break;
+    case ConvEpilogue::Bias: name = "bias"; break;
+    case ConvEpilogue::BiasRelu: name = "bias+relu"; break;
+    case ConvEpilogue::BiasRelu6: name = "bias+relu6"; break;
+  }
+  return withResidual(name, residual);
 }
 
 std::string describeLibraryCall(const LibraryCall& call, Target target) {
@@ -384,14 +436,15 @@ std::string describeLibraryCall(const LibraryCall& call, Target target) {
     std::string operands = m->transposeA || m->transposeB
                                ? std::string(" of ") + (m->transposeA ? "A^T" : "A") + " and " + (m->transposeB ? "B^T" : "B")
                                : "";
-    return m->epilogue == MatmulEpilogue::None ? blas + " matmul" + operands + " (no epilogue)"
-                                               : blas + " matmul" + operands + " (epilogue " + epilogueName(m->epilogue) + ")";
+    bool none = m->epilogue == MatmulEpilogue::None && m->residual < 0;
+    return none ? blas + " matmul" + operands + " (no epilogue)"
+                : blas + " matmul" + operands + " (epilogue " + epilogueName(m->epilogue, m->residual >= 0) + ")";
   }
   if (const auto* c = std::get_if<ConvCall>(&call)) {
     std::string conv = dnn + (c->channelsLast ? " conv2d NHWC" : " conv2d");
     if (c->direction == ConvDirection::BackwardData) return conv + " backward-data";
     if (c->direction == ConvDirection::BackwardFilter) return conv + " backward-filter";
-    return c->epilogue == ConvEpilogue::None ? conv + " (no epilogue)" : conv + " (" + epilogueName(c->epilogue) + ")";
+    return c->epilogue == ConvEpilogue::None ? conv + " (no epilogue)" : conv + " (" + epilogueName(c->epilogue, c->residual >= 0) + ")";
   }
   return "generated kernel: " + std::get<GeneratedKernel>(call).reason;
 }

@@ -32,6 +32,10 @@ struct MatmulCall {
   // computes the operand as a transpose of its last two axes, which the library reads in place.
   bool transposeA = false, transposeB = false;
   MatmulEpilogue epilogue = MatmulEpilogue::None;
+  // A residual added after the bias and before the activation: C = act(A @ B + bias + R), R a
+  // buffer of C's type and shape (cuBLASLt's C with beta = 1; oneDNN's sum post-op, C starting
+  // as a copy of R). -1 without one.
+  int residual = -1;
 
   bool operator==(const MatmulCall&) const = default;
 };
@@ -57,6 +61,11 @@ struct ConvCall {
   // BackwardData: dy, weights -> output (dx). BackwardFilter: x, dy -> output (dw).
   int x = -1, weights = -1, dy = -1, bias = -1, output = -1;
   ConvEpilogue epilogue = ConvEpilogue::None;
+  // A residual added after the bias and before the activation: y = act(conv(x, w) + bias + r), r
+  // a buffer of y's type and shape (cuDNN's z with alpha2 = 1; oneDNN's sum post-op, y starting
+  // as a copy of r). Forward only, and only with a bias (cuDNN adds z in its fused call alone).
+  // -1 without one.
+  int residual = -1;
   // conv2d {layout = "nhwc"}: x and y are stored [n,h,w,c] and [n,outH,outW,o] (forward only;
   // the channels-last pass writes it on the CPU, where oneDNN's kernels take this layout directly).
   bool channelsLast = false;
@@ -74,14 +83,21 @@ using LibraryCall = std::variant<GeneratedKernel, MatmulCall, ConvCall>;
 // Whether the group holds a matmul, conv2d or pooling op (a `library` fusion or a lone such op).
 bool hasLibraryOp(const KernelGroup& group);
 
+// The input the group's library op adds to its result as a residual (MatmulCall::residual,
+// ConvCall::residual), where the group reads it only there; null otherwise. Its output may take
+// the residual's bytes when nothing reads the residual after the kernel (runtime/buffer_plan.h):
+// every call, and the generated kernel, reads an output element's residual only to compute that
+// element.
+const Value* inPlaceResidual(const KernelGroup& group);
+
 // The library call that computes the whole group, or GeneratedKernel with the reason it cannot:
 // an op the library cannot apply, a dtype it does not take, a batch broadcast that is not one
 // strided batch, asymmetric padding, an intermediate value the kernel must also store.
 LibraryCall selectLibraryCall(const KernelGroup& group, Target target = Target::Cuda);
 
-// "bias+relu", "none", ...
-const char* epilogueName(MatmulEpilogue epilogue);
-const char* epilogueName(ConvEpilogue epilogue);
+// "bias+relu", "none", ...; with a residual, "bias+residual+relu".
+std::string epilogueName(MatmulEpilogue epilogue, bool residual = false);
+std::string epilogueName(ConvEpilogue epilogue, bool residual = false);
 
 // What `kiln explain` prints: "cuBLASLt matmul (epilogue bias+relu)", "cuDNN conv2d (bias+relu)",
 // "oneDNN matmul (no epilogue)" on the CPU, "generated kernel: <reason>".

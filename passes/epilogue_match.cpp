@@ -124,6 +124,15 @@ bool isLibraryBias(const Op& hero, const Value& bias) {
   return s[0] == 1 && s[2] == 1 && s[3] == 1 && s[1] == result[1];
 }
 
+bool isLibraryResidual(const Op& hero, const Op& add, const Value* x) {
+  if (add.kind() != OpKind::Add || add.operand(0) == add.operand(1)) return false;
+  if (add.operand(0) != x && add.operand(1) != x) return false;
+  const Value* other = add.operand(0) == x ? add.operand(1) : add.operand(0);
+  const Op* op = other->definingOp();
+  if (op && op->kind() == OpKind::Constant && !isConstantData(other)) return false;  // an immediate, no buffer
+  return other->type() == hero.result()->type();
+}
+
 std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue,
                                    const std::function<bool(const Op*)>& inGroup) {
   bool matmul = hero.kind() == OpKind::Matmul;
@@ -133,7 +142,9 @@ std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>&
   for (const Op* op : epilogue) names += (names.empty() ? "" : ",") + std::string(op->name());
   std::string what = "epilogue '" + names + "' after " + std::string(hero.name()) + " is not one a library applies (";
   bool channelsLast = !matmul && isChannelsLast(hero);
-  what += matmul ? "a bias add and/or relu or tanh-gelu" : channelsLast ? "a bias add, then relu or relu6" : "a bias add, then relu";
+  what += matmul ? "a bias add, a residual add and relu or tanh-gelu, each optional"
+         : channelsLast ? "a bias add, then a residual add and relu or relu6, each optional"
+                        : "a bias add, then a residual add and relu, each optional";
   if (t == DType::F64) return what + "; none on f64)";
   // The library writes the hero's dtype: an epilogue that ends in another (a cast) is no library's.
   if (DType out = epilogue.back()->result()->type().dtype; out != t)
@@ -155,6 +166,13 @@ std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>&
     const Value* other = add.operand(0) == x ? add.operand(1) : add.operand(0);
     if (isLibraryBias(hero, *other) && biasBuffer(other)) x = add.result(), first = 1;
   }
+  // A residual, read from a buffer (computed outside the group), after the bias (a conv2d's: cuDNN
+  // adds z only in its fused call, which adds a bias too).
+  if (first < epilogue.size() && (matmul || first == 1) && isLibraryResidual(hero, *epilogue[first], x)) {
+    const Op& residual = *epilogue[first];
+    const Value* other = residual.operand(0) == x ? residual.operand(1) : residual.operand(0);
+    if (!other->definingOp() || !inGroup(other->definingOp())) x = residual.result(), ++first;
+  }
   std::vector<const Op*> activation(epilogue.begin() + static_cast<ptrdiff_t>(first), epilogue.end());
   if (activation.empty()) return "";
   Activation a = classifyActivation(activation, x);
@@ -163,7 +181,7 @@ std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>&
   // 2.6's swish post-op made EfficientNet-B0's 16->96 1x1 conv 0.18 -> 0.62 ms, slower than the
   // conv and kiln's loop kernel after it.)
   bool convActivation = a == Activation::Relu || (channelsLast && a == Activation::Relu6);
-  bool applies = matmul ? a == Activation::Relu || a == Activation::GeluTanh : convActivation && first == 1;
+  bool applies = matmul ? a == Activation::Relu || a == Activation::GeluTanh : convActivation && first >= 1;
   return applies ? "" : what;
 }
 

@@ -27,10 +27,17 @@ Activation classifyActivation(const std::vector<const Op*>& ops, const Value* x)
 // ([o,1,1] or [1,o,1,1] against [n,o,h,w]; [o] or [1,1,1,o] against a channels-last [n,h,w,o]).
 bool isLibraryBias(const Op& hero, const Value& bias);
 
+// Whether `add` adds a residual to `x` (the library op `hero`'s result, or that plus its bias): its
+// other operand has the hero result's own type (dtype and shape: one value per output element),
+// so the library can start its output from it (oneDNN's sum post-op, cuBLASLt's C with beta = 1,
+// cuDNN's z).
+bool isLibraryResidual(const Op& hero, const Op& add, const Value* x);
+
 // Why the elementwise ops after a matmul or conv2d (`epilogue`: every op of the group downstream
 // of `hero`, in program order; `inGroup` says which ops the group holds) are not an epilogue the
 // libraries apply, or "" when they are: a bias add first (a bias read from a buffer, not computed
-// in the group but for reshapes), then an activation (relu or tanh-gelu after a matmul; relu
+// in the group but for reshapes), then a residual add (isLibraryResidual; read from a buffer; after
+// a conv2d only with a bias add before it, as cuDNN adds one), then an activation (relu or tanh-gelu after a matmul; relu
 // after a conv2d's bias, and relu6 too after a channels-last conv2d's: oneDNN is the one library
 // that runs those, and it clips), each optional, ending in the hero's own dtype (the library
 // writes it);

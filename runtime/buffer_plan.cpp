@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
 #include <unordered_set>
 
+#include "codegen/library_call.h"
 #include "ir/constant_data.h"
 
 namespace kiln {
@@ -57,7 +59,7 @@ size_t packSlots(std::vector<BufferSlot>& slots, size_t alignment) {
     BufferSlot& slot = slots[index];
     size_t size = alignUp(slot.bytes, alignment);
     slot.offset = 0;
-    if (size == 0) continue;  // an empty value occupies nothing; any aligned address will do
+    if (size == 0 || slot.sameBytesAs >= 0) continue;  // empty (any aligned address will do), or placed below
     std::vector<Interval> busy;
     for (size_t other : placed)
       if (slots[other].liveTogetherWith(slot))
@@ -72,7 +74,28 @@ size_t packSlots(std::vector<BufferSlot>& slots, size_t alignment) {
     arena = std::max(arena, slot.offset + size);
     placed.push_back(index);
   }
+  for (BufferSlot& slot : slots)
+    if (slot.sameBytesAs >= 0) slot.offset = slots[static_cast<size_t>(slot.sameBytesAs)].offset;
   return arena;
+}
+
+// Library kernels that add a residual write their output over it where the residual's last reader
+// is that kernel (codegen::inPlaceResidual): the output's slot takes the residual's bytes, whose
+// range grows to cover the output's. Chains (one block's output, the next block's residual) end
+// in one slot. `residualAt` holds, per kernel step, the residual and the output.
+void shareResidualBytes(std::vector<BufferSlot>& slots, const std::unordered_map<const Value*, size_t>& slotOf,
+                        const std::vector<std::tuple<int, const Value*, const Value*>>& residualAt) {
+  for (const auto& [step, residual, output] : residualAt) {
+    auto r = slotOf.find(residual), o = slotOf.find(output);
+    if (r == slotOf.end() || o == slotOf.end()) continue;  // a parameter, constant data or a result: no slot to share
+    size_t root = r->second;
+    while (slots[root].sameBytesAs >= 0) root = static_cast<size_t>(slots[root].sameBytesAs);
+    BufferSlot& res = slots[r->second];
+    BufferSlot& out = slots[o->second];
+    if (res.lastStep != step || res.bytes != out.bytes || slots[root].bytes != out.bytes) continue;
+    out.sameBytesAs = static_cast<int>(root);
+    slots[root].lastStep = std::max(slots[root].lastStep, out.lastStep);
+  }
 }
 
 class Planner {
@@ -98,12 +121,15 @@ class Planner {
         out->slots[it->second].lastStep = std::max(out->slots[it->second].lastStep, step);
     };
     for (const Value* v : ownedArguments) define(v, 0, end);
+    std::vector<std::tuple<int, const Value*, const Value*>> residualAt;
     for (int i = 0; i < end; ++i) {
       const codegen::Step& step = plan.steps[static_cast<size_t>(i)];
       if (step.kind == codegen::Step::Kind::Kernel) {
         const codegen::KernelGroup& group = plan.groups[static_cast<size_t>(step.group)];
         for (const Value* v : group.inputs) read(v, i);
         for (const Value* v : group.results) define(v, i, i);
+        if (const Value* residual = codegen::inPlaceResidual(group); residual && group.results.size() == 1)
+          residualAt.emplace_back(i, residual, group.results[0]);
         continue;
       }
       const Op& op = *step.region.op;
@@ -124,6 +150,7 @@ class Planner {
     }
     if (const Op* terminator = plan.block->terminator())
       for (const Value* v : terminator->operands()) read(v, end);
+    shareResidualBytes(out->slots, slotOf, residualAt);
     out->arenaBytes = packSlots(out->slots, alignment_);
     return out;
   }

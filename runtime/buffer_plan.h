@@ -17,7 +17,11 @@
 // the values its terminator yields (read by the host after the region ran) and the `while` body's
 // arguments live until its end. Two slots share bytes only if their ranges are disjoint; as a
 // kernel reads its inputs in the step that defines its outputs, an output never shares bytes with
-// its own inputs (no in-place kernels).
+// its own inputs, with one exception: a library kernel whose call adds a residual to its result
+// (codegen::inPlaceResidual) writes its output over the residual where nothing reads the
+// residual afterwards (a ResNet block's input at the block's last convolution), so that the
+// call, which starts its output from the residual (oneDNN's sum post-op), need not copy it: the
+// output's slot is the residual's, extended (BufferSlot::sameBytesAs).
 //
 // Regions: values defined inside a region are planned in that region's own arena (recursively),
 // which is one slot of the enclosing arena, live for the region step only. A region runs many
@@ -49,6 +53,7 @@ struct BufferSlot {
   size_t offset = 0;                         // in the block's arena, a multiple of the alignment
   size_t bytes = 0;                          // exact size (a value's byteSize, or the region's arenaBytes)
   int firstStep = 0, lastStep = 0;           // live range in the block plan's steps, inclusive
+  int sameBytesAs = -1;                      // the slot (index in the block) whose bytes this one takes over
   // A slot at the end of the block (read by the host after its last step) has lastStep == steps.size().
 
   bool liveTogetherWith(const BufferSlot& o) const { return firstStep <= o.lastStep && o.firstStep <= lastStep; }

@@ -8,9 +8,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -85,15 +87,18 @@ dnnl_memory_desc_t plainDesc(std::vector<int64_t> dims, dnnl_format_tag_t tag) {
   return md;
 }
 
-// Primitive attributes holding at most one eltwise post-op (relu, tanh-gelu, clip), with its
-// alpha and beta (clip's bounds).
+// Primitive attributes holding the post-ops of an epilogue: a sum (the output's prior contents,
+// a residual copied there, added to the result), then at most one eltwise op (relu, tanh-gelu,
+// clip) with its alpha and beta (clip's bounds).
 class PostOps {
  public:
-  explicit PostOps(dnnl_alg_kind_t activation = dnnl_alg_kind_undef, float alpha = 0.0f, float beta = 0.0f) {
+  explicit PostOps(dnnl_alg_kind_t activation = dnnl_alg_kind_undef, float alpha = 0.0f, float beta = 0.0f,
+                   bool sum = false) {
     status_ = check(dnnl_primitive_attr_create(&attr_), "dnnl_primitive_attr_create");
-    if (!status_.ok() || activation == dnnl_alg_kind_undef) return;
+    if (!status_.ok() || (activation == dnnl_alg_kind_undef && !sum)) return;
     status_ = check(dnnl_post_ops_create(&ops_), "dnnl_post_ops_create");
-    if (status_.ok())
+    if (status_.ok() && sum) status_ = check(dnnl_post_ops_append_sum(ops_, 1.0f), "dnnl_post_ops_append_sum");
+    if (status_.ok() && activation != dnnl_alg_kind_undef)
       status_ = check(dnnl_post_ops_append_eltwise(ops_, 1.0f, activation, alpha, beta), "dnnl_post_ops_append_eltwise");
     if (status_.ok()) status_ = check(dnnl_primitive_attr_set_post_ops(attr_, ops_), "dnnl_primitive_attr_set_post_ops");
   }
@@ -112,16 +117,30 @@ class PostOps {
   Status status_;
 };
 
-// The eltwise post-op of a convolution's epilogue (after its bias, which the primitive adds).
-PostOps convPostOps(codegen::ConvEpilogue epilogue) {
+// The post-ops of a convolution's epilogue (after its bias, which the primitive adds): the
+// residual's sum, then the activation.
+PostOps convPostOps(codegen::ConvEpilogue epilogue, bool residual) {
   using E = codegen::ConvEpilogue;
   switch (epilogue) {
-    case E::BiasRelu: return PostOps(dnnl_eltwise_relu);
-    case E::BiasRelu6: return PostOps(dnnl_eltwise_clip, 0.0f, 6.0f);
+    case E::BiasRelu: return PostOps(dnnl_eltwise_relu, 0.0f, 0.0f, residual);
+    case E::BiasRelu6: return PostOps(dnnl_eltwise_clip, 0.0f, 6.0f, residual);
     case E::None:
     case E::Bias: break;
   }
-  return PostOps();
+  return PostOps(dnnl_alg_kind_undef, 0.0f, 0.0f, residual);
+}
+
+// A residual's copy into the output the sum post-op adds to: nothing where the two are one
+// buffer; on the OpenMP team where there is enough to share.
+void copyResidual(const void* from, void* to, size_t bytes) {
+  if (from == to) return;
+  constexpr size_t kChunk = size_t{1} << 18;
+  auto chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    size_t at = static_cast<size_t>(c) * kChunk;
+    std::memcpy(static_cast<std::byte*>(to) + at, static_cast<const std::byte*>(from) + at, std::min(kChunk, bytes - at));
+  }
 }
 
 // Runs `primitive` on `stream` with memory objects wrapping `data` as `descs` (one per argument
@@ -194,6 +213,7 @@ struct LayoutOperand {
   int buffer;              // the kernel buffer
   bool output;
   int queryIndex = 0;      // which of the query's operands (a matmul's bias: weights_md 1)
+  int startsFrom = -1;     // an output the call adds to (the sum post-op): the buffer it starts as
 };
 
 struct OnednnCall::State {
@@ -214,7 +234,8 @@ struct OnednnCall::State {
     std::unique_ptr<std::remove_pointer_t<dnnl_primitive_t>, PrimitiveDeleter> primitive;
     std::vector<Arg> args;
     std::string name;  // OnednnCall::primitives
-    // Instead of a primitive: a conversion from args[0]'s memory to args[1]'s (matmulThroughF32).
+    // Instead of a primitive: a conversion from args[0]'s memory to args[1]'s (matmulThroughF32), or
+    // a residual's copy (copyResidual; `elements` counts its bytes).
     void (*convert)(const void* from, void* to, size_t elements) = nullptr;
     size_t elements = 0;
   };
@@ -270,6 +291,17 @@ struct OnednnCall::State {
     return {};
   }
 
+  // A step copying a residual from buffer `from` into buffer `to`, both laid out as `desc`
+  // (copyResidual: nothing where they are one buffer).
+  static Step copyStep(int from, int to, const dnnl_memory_desc_t& desc) {
+    Step step;
+    step.args = {Arg{0, desc, from}, Arg{0, desc, to}};
+    step.convert = copyResidual;
+    step.elements = dnnl_memory_desc_get_size(&desc);  // bytes
+    step.name = "copy:residual";
+    return step;
+  }
+
   Status addPrimitive(const_dnnl_op_desc_t desc, const PostOps& attr, std::vector<Arg> args,
                       const_dnnl_primitive_desc_t hint = nullptr) {
     PrimitiveDesc pd;
@@ -296,6 +328,7 @@ struct OnednnCall::State {
       if (!chosen) return Error("oneDNN: the primitive reports no layout for an operand");
       if (dnnl_memory_desc_equal(chosen, &o.plain)) {
         args.push_back({o.dnnlArg, o.plain, o.buffer, -1});
+        if (o.startsFrom >= 0) steps.push_back(copyStep(o.startsFrom, o.buffer, o.plain));
         continue;
       }
       // Constant weights are packed into the chosen layout now, not reordered on every run.
@@ -317,6 +350,12 @@ struct OnednnCall::State {
       if (o.output) {
         plain.dnnlArg = DNNL_ARG_TO, blocked.dnnlArg = DNNL_ARG_FROM;
         KILN_TRY(addStep(reorder.pd, {blocked, plain}, after));
+        if (o.startsFrom >= 0) {  // the residual reordered into the scratch the call adds to
+          PrimitiveDesc in;
+          KILN_DNNL(dnnl_reorder_primitive_desc_create, &in.pd, &o.plain, engine().engine, chosen, engine().engine, nullptr);
+          Arg residual{DNNL_ARG_FROM, o.plain, o.startsFrom, -1}, into{DNNL_ARG_TO, *chosen, -1, k};
+          KILN_TRY(addStep(in.pd, {residual, into}, steps));
+        }
       } else {
         plain.dnnlArg = DNNL_ARG_FROM, blocked.dnnlArg = DNNL_ARG_TO;
         KILN_TRY(addStep(reorder.pd, {plain, blocked}, steps));
@@ -383,9 +422,17 @@ struct OnednnCall::State {
       }
       args.push_back(widened);
     }
+    if (call.residual >= 0) {  // widened into the f32 output (args[2]: A, B, C, the bias) the call adds to
+      Step widen;
+      widen.args = {Arg{0, narrow[2], call.residual}, args[2]};
+      widen.convert = widenBf16;
+      widen.elements = dnnl_memory_desc_get_size(&narrow[2]) / 2;
+      widen.name = "convert:residual bf16 to f32";
+      steps.push_back(std::move(widen));
+    }
     dnnl_matmul_desc_t desc;
     KILN_DNNL(dnnl_matmul_desc_init, &desc, &wide[0], &wide[1], call.bias >= 0 ? &wide[3] : nullptr, &wide[2]);
-    KILN_TRY(addPrimitive(&desc, PostOps(matmulActivation(call.epilogue)), std::move(args)));
+    KILN_TRY(addPrimitive(&desc, PostOps(matmulActivation(call.epilogue), 0.0f, 0.0f, call.residual >= 0), std::move(args)));
     steps.push_back(std::move(roundOutput));
     return {};
   }
@@ -431,17 +478,26 @@ struct OnednnCall::State {
     KILN_DNNL(dnnl_memory_desc_init_by_tag, &bAny, 2, dims, type, dnnl_format_tag_any);
     dnnl_matmul_desc_t desc;
     KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, constant ? &bAny : &b, call.bias >= 0 ? &bias : nullptr, &c);
-    PostOps attr(activation);
+    PostOps attr(activation, 0.0f, 0.0f, call.residual >= 0);
     Expected<bool> pad = padsRowsOfB(call, &desc, attr, b, constant);
     if (!pad) return pad.error();
     if (*pad) {
       dnnl_memory_desc_t padded = paddedRows(type, call.k, call.n);
       KILN_DNNL(dnnl_matmul_desc_init, &desc, &a, &padded, call.bias >= 0 ? &bias : nullptr, &c);
     }
-    if (constant || *pad)
-      return addWithLayouts(&desc, attr, {{DNNL_ARG_WEIGHTS, dnnl_query_weights_md, b, call.b, false}}, std::move(args));
-    args.push_back({DNNL_ARG_WEIGHTS, b, call.b});
-    return addPrimitive(&desc, attr, std::move(args));
+    // C starts as the residual (the sum post-op adds the product to it), copied in before the call
+    // once the primitive is made: a bf16 one oneDNN cannot make leaves no step behind.
+    size_t first = steps.size();
+    if (constant || *pad) {
+      KILN_TRY(addWithLayouts(&desc, attr, {{DNNL_ARG_WEIGHTS, dnnl_query_weights_md, b, call.b, false}}, std::move(args)));
+    } else {
+      args.push_back({DNNL_ARG_WEIGHTS, b, call.b});
+      KILN_TRY(addPrimitive(&desc, attr, std::move(args)));
+    }
+    if (call.residual >= 0)
+      steps.insert(steps.begin() + static_cast<ptrdiff_t>(first),
+                   copyStep(call.residual, call.output, c));
+    return {};
   }
 
   // Whether B is better read from a copy whose rows are 64 bytes further apart (paddedRows):
@@ -535,7 +591,7 @@ struct OnednnCall::State {
                         (call.outW - 1) * call.strideW + (call.kw - 1) * call.dilationW + 1 - call.w - call.padW};
     using D = codegen::ConvDirection;
     bool hasBias = call.direction == D::Forward && call.bias >= 0;
-    PostOps epilogue = call.direction == D::Forward ? convPostOps(call.epilogue) : PostOps();
+    PostOps epilogue = call.direction == D::Forward ? convPostOps(call.epilogue, call.residual >= 0) : PostOps();
     // The call's primitive with activations described by xs and ys; a backward one takes the
     // forward one's as a hint, which must outlive it (held in `hint`).
     auto create = [&](PrimitiveDesc& pd, PrimitiveDesc& hint, const dnnl_memory_desc_t* xs,
@@ -571,7 +627,7 @@ struct OnednnCall::State {
         return addWithLayouts(pd,
                               {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
                                {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
-                               {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true}},
+                               {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true, 0, call.residual}},
                               std::move(extra));
       }
       case D::BackwardData:

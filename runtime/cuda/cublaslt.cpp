@@ -2,6 +2,7 @@
 // mapping is codegen::columnMajorGemm's, unit-tested without a GPU; this file only passes it on.
 #include "runtime/cuda/cublaslt.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "runtime/cuda/driver.h"
@@ -84,8 +85,8 @@ std::string cublasStatusName(cublasStatus_t status) {
   return std::string((*lib)->cublasLtGetStatusName(status)) + " (" + (*lib)->cublasLtGetStatusString(status) + ")";
 }
 
-// A MatmulCall's descriptors and chosen algorithm; the layouts of C and D are one (C is not read:
-// beta is 0).
+// A MatmulCall's descriptors and chosen algorithm; the layouts of C and D are one (C is read, with
+// beta = 1, only where the call adds a residual: C is then the residual's buffer).
 struct CublasLt::Plan {
   const CublasLtApi& api;
   cublasLtMatmulDesc_t desc = nullptr;
@@ -193,10 +194,12 @@ Expected<CublasLt::Plan*> CublasLt::plan(const PlanKey& key, const std::vector<C
 Expected<LibraryOutcome> CublasLt::matmul(const codegen::MatmulCall& call, const std::vector<CUdeviceptr>& buffers,
                                           CUstream stream, std::string_view kernel) {
   auto at = [&](int index) { return buffers[static_cast<size_t>(index)]; };
-  for (int index : {call.a, call.b, call.output, call.bias})
+  for (int index : {call.a, call.b, call.output, call.bias, call.residual})
     KILN_INTERNAL_CHECK(index < static_cast<int>(buffers.size()), "MatmulCall buffer index out of range");
   CUdeviceptr bias = call.bias >= 0 ? at(call.bias) : 0;
-  PlanKey key{call, alignmentOf(at(call.a)), alignmentOf(at(call.b)), alignmentOf(bias), alignmentOf(at(call.output))};
+  uint32_t alignC = alignmentOf(at(call.output));
+  if (call.residual >= 0) alignC = std::min(alignC, alignmentOf(at(call.residual)));  // C is the residual's buffer
+  PlanKey key{call, alignmentOf(at(call.a)), alignmentOf(at(call.b)), alignmentOf(bias), alignC};
   auto p = plan(key, buffers, kernel);
   if (!p) return p.error();
   Plan& plan = **p;
@@ -208,16 +211,19 @@ Expected<LibraryOutcome> CublasLt::matmul(const codegen::MatmulCall& call, const
     KILN_CUBLASLT(cublasLtMatmulDescSetAttribute, kernel, plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ptr,
                   sizeof(ptr));
   }
-  // alpha = 1, beta = 0 in the scale type: double for f64, float otherwise.
-  double alpha64 = 1, beta64 = 0;
-  float alpha32 = 1, beta32 = 0;
+  // alpha = 1 and beta = 0 in the scale type (double for f64, float otherwise); beta = 1 with a
+  // residual, which is C: D = epilogue(A B + C), the bias added before the activation.
+  bool residual = call.residual >= 0;
+  double alpha64 = 1, beta64 = residual ? 1 : 0;
+  float alpha32 = 1, beta32 = residual ? 1 : 0;
   bool f64 = call.dtype == DType::F64;
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
   codegen::ColumnMajorGemm g = codegen::columnMajorGemm(call);
   auto ptr = [&](int index) { return reinterpret_cast<void*>(at(index)); };
   cublasStatus_t s = api_.cublasLtMatmul(handle_, plan.desc, alpha, ptr(g.first), plan.first, ptr(g.second),
-                                         plan.second, beta, ptr(g.output), plan.output, ptr(g.output), plan.output,
+                                         plan.second, beta, ptr(residual ? call.residual : g.output), plan.output,
+                                         ptr(g.output), plan.output,
                                          &plan.algo, reinterpret_cast<void*>(*workspace), plan.workspaceBytes, stream);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED) {  // nothing was queued; the next step skips straight to the kernel
     plan.found = false;

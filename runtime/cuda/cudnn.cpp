@@ -246,8 +246,8 @@ Expected<Cudnn::Plan*> Cudnn::plan(const PlanKey& key, std::string_view kernel) 
 
 namespace {
 
-// alpha = 1, beta = 0 (and alpha2 = 0: no residual z) in the scaling type: double for f64 data,
-// float otherwise.
+// alpha = 1, beta = 0 (and alpha2 = 0 without a residual z, 1 with one) in the scaling type:
+// double for f64 data, float otherwise.
 struct Scales {
   double one64 = 1, zero64 = 0;
   float one32 = 1, zero32 = 0;
@@ -261,7 +261,7 @@ void* ptr(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
 
 // The convolution alone: backward plans are shared by every call with the same geometry.
 codegen::ConvCall geometryOf(codegen::ConvCall call) {
-  call.x = call.weights = call.bias = call.output = -1;
+  call.x = call.weights = call.bias = call.output = call.residual = -1;
   call.epilogue = codegen::ConvEpilogue::None;
   return call;
 }
@@ -289,7 +289,7 @@ Expected<LibraryOutcome> Cudnn::run(Plan& p, CUstream stream, std::string_view k
 
 Expected<LibraryOutcome> Cudnn::forward(const codegen::ConvCall& call, const std::vector<CUdeviceptr>& buffers,
                                         CUstream stream, std::string_view kernel) {
-  for (int index : {call.x, call.weights, call.bias, call.output})
+  for (int index : {call.x, call.weights, call.bias, call.output, call.residual})
     KILN_INTERNAL_CHECK(index < static_cast<int>(buffers.size()), "ConvCall buffer index out of range");
   auto p = plan(PlanKey{call, Direction::Forward}, kernel);
   if (!p) return p.error();
@@ -302,12 +302,15 @@ Expected<LibraryOutcome> Cudnn::forward(const codegen::ConvCall& call, const std
                                           static_cast<cudnnConvolutionFwdAlgo_t>(pl.algo), workspace,
                                           pl.workspaceBytes, scale.zero(), pl.y, at(call.output));
     });
-  // y = act(conv(x) + 0 * z + bias): z must be a valid tensor; y serves, scaled by 0.
+  // y = act(conv(x) + alpha2 z + bias): z is the residual (alpha2 = 1), or, without one, y, scaled
+  // by 0 (z must be a valid tensor either way).
+  bool residual = call.residual >= 0;
   return run(pl, stream, kernel, "cudnnConvolutionBiasActivationForward", [&](void* workspace) {
     return api_.cudnnConvolutionBiasActivationForward(
         handle_, scale.one(), pl.x, at(call.x), pl.w, at(call.weights), pl.conv,
-        static_cast<cudnnConvolutionFwdAlgo_t>(pl.algo), workspace, pl.workspaceBytes, scale.zero(), pl.y,
-        at(call.output), pl.bias, at(call.bias), pl.activation, pl.y, at(call.output));
+        static_cast<cudnnConvolutionFwdAlgo_t>(pl.algo), workspace, pl.workspaceBytes,
+        residual ? scale.one() : scale.zero(), pl.y, at(residual ? call.residual : call.output), pl.bias, at(call.bias),
+        pl.activation, pl.y, at(call.output));
   });
 }
 

@@ -296,7 +296,7 @@ TEST(SelectLibraryCall, ActivationBeforeTheBiasFallsBack) {
   expectEpilogueLeftOut(fused);
   EXPECT_EQ(expectMatmul(fused.call()).epilogue, MatmulEpilogue::None);
   auto p = plannedAsOneKernel(signature, ops);
-  EXPECT_EQ(expectFallback(p.call()), "epilogue 'relu,add' is not a bias add and/or one activation, in that order");
+  EXPECT_EQ(expectFallback(p.call()), "epilogue 'relu,add' is not a bias add, a residual add and one activation (each optional), in that order");
 }
 
 // relu6 is an activation the matcher knows (oneDNN clips after a channels-last conv), but no
@@ -471,6 +471,56 @@ TEST(SelectLibraryCall, ConvReluWithoutBiasFallsBack) {
   expectEpilogueLeftOut(planned(std::string(signature) + " {\n" + ops + "    return %y\n}\n"));
   auto p = plannedAsOneKernel(signature, ops);
   EXPECT_EQ(expectFallback(p.call()), "relu without a bias add: cuDNN fuses relu only after a bias");
+}
+
+// A residual, one value per output element read from a buffer, added after the bias and before
+// the activation (either operand order): cuBLASLt's C, cuDNN's z, oneDNN's sum post-op.
+TEST(SelectLibraryCall, ResidualsAfterTheBiasAreTheEpilogues) {
+  auto m = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16], %b: f32[16], %r: f32[8,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %s = add %r, %a
+  %y = relu %s
+  return %y
+})");
+  MatmulCall mc = expectMatmul(selectLibraryCall(m.libraryGroup(), Target::Cuda));
+  EXPECT_EQ(mc.epilogue, MatmulEpilogue::BiasRelu);
+  EXPECT_EQ(mc.residual, m.bufferOf("r"));
+  EXPECT_EQ(describeLibraryCall(mc), "cuBLASLt matmul (epilogue bias+residual+relu)");
+  EXPECT_EQ(m.plan->groups.size(), 1u) << "one kernel: the residual and relu are the call's";
+  auto noBias = planned(R"(func @main(%x: f32[8,64], %w: f32[64,16], %r: f32[8,16]) -> f32[8,16] {
+  %h = matmul %x, %w
+  %y = add %h, %r
+  return %y
+})");
+  EXPECT_EQ(describeLibraryCall(noBias.call(), Target::Cpu), "oneDNN matmul (epilogue residual)");
+  // A ResNet block's end, its input the residual.
+  auto c = planned(R"(func @main(%x: f32[2,4,9,9], %w: f32[4,4,3,3], %b: f32[4,1,1]) -> f32[2,4,9,9] {
+  %c = conv2d %x, %w {pads = [1, 1, 1, 1]}
+  %a = add %c, %b
+  %s = add %a, %x
+  %y = relu %s
+  return %y
+})");
+  ConvCall cc = expectConv(c.call());
+  EXPECT_EQ(cc.epilogue, ConvEpilogue::BiasRelu);
+  EXPECT_EQ(cc.residual, c.bufferOf("x"));
+  EXPECT_EQ(cc.x, cc.residual);
+  EXPECT_EQ(describeLibraryCall(cc), "cuDNN conv2d (bias+residual+relu)");
+}
+
+// What a hand-written fusion may hold but no library adds: a conv2d's residual without a bias, a
+// residual the kernel computes, an f64 one.
+TEST(SelectLibraryCall, OtherResidualsFallBackWithReasons) {
+  auto noBias = plannedAsOneKernel("func @main(%x: f32[1,4,8,8], %w: f32[4,4,3,3]) -> f32[1,4,8,8]",
+                                   "    %c = conv2d %x, %w {pads = [1, 1, 1, 1]}\n    %y = add %c, %x\n");
+  EXPECT_EQ(expectFallback(noBias.call()), "a residual add without a bias add: cuDNN adds a residual only after a bias");
+  auto computed = plannedAsOneKernel("func @main(%x: f32[8,64], %w: f32[64,16], %r: f32[8,16]) -> f32[8,16]",
+                                     "    %h = matmul %x, %w\n    %n = neg %r\n    %y = add %h, %n\n");
+  EXPECT_EQ(expectFallback(computed.call()), "the residual %n : f32[8,16] is computed in the kernel");
+  auto f64 = plannedAsOneKernel("func @main(%x: f64[8,64], %w: f64[64,16], %r: f64[8,16]) -> f64[8,16]",
+                                "    %h = matmul %x, %w\n    %y = add %h, %r\n");
+  EXPECT_EQ(expectFallback(f64.call()), "f64 matmul with an epilogue: kiln uses cuBLASLt's epilogues for f32, f16 and bf16 only");
 }
 
 TEST(SelectLibraryCall, ConvBiasOnlyAndOtherActivations) {

@@ -12,10 +12,13 @@
 #include <vector>
 
 #include "codegen/kernel_plan.h"
+#include "codegen/library_call.h"
 #include "codegen/optimize.h"
 #include "frontend/parser.h"
 #include "example_files.h"
 #include "runtime/buffer_plan.h"
+#include "kiln_internal.h"
+#include "tensor_compare.h"
 
 namespace kiln {
 namespace {
@@ -79,23 +82,40 @@ void checkBlock(const BlockBufferPlan& block, size_t alignment, const std::strin
     for (const Use& use : v->uses()) EXPECT_GE(slot.lastStep, stepOf(*block.plan, use.user)) << name;
   }
   EXPECT_EQ(region, block.regions.size());
+  // A slot that takes over another's bytes (a library kernel's output written over its dying
+  // residual) shares them with that slot's whole chain, and its value starts where the one before
+  // it in the chain is last read.
+  auto root = [&](size_t i) {
+    while (block.slots[i].sameBytesAs >= 0) i = static_cast<size_t>(block.slots[i].sameBytesAs);
+    return i;
+  };
+  for (size_t i = 0; i < block.slots.size(); ++i) {
+    const BufferSlot& slot = block.slots[i];
+    if (slot.sameBytesAs < 0) continue;
+    const BufferSlot& chain = block.slots[root(i)];
+    EXPECT_EQ(slot.offset, chain.offset);
+    EXPECT_LE(slot.lastStep, chain.lastStep);
+    EXPECT_EQ(slot.bytes, chain.bytes);
+  }
   for (size_t i = 0; i < block.slots.size(); ++i) {
     for (size_t j = i + 1; j < block.slots.size(); ++j) {
       const BufferSlot &a = block.slots[i], &b = block.slots[j];
-      if (!a.liveTogetherWith(b) || a.bytes == 0 || b.bytes == 0) continue;
+      if (!a.liveTogetherWith(b) || a.bytes == 0 || b.bytes == 0 || root(i) == root(j)) continue;
       bool disjoint = a.offset + alignUp(a.bytes, alignment) <= b.offset || b.offset + alignUp(b.bytes, alignment) <= a.offset;
       EXPECT_TRUE(disjoint) << "slots " << i << " and " << j << " are live together and overlap";
     }
   }
 }
 
-// Absolute byte ranges: a kernel's outputs never share a byte with its own inputs.
+// Absolute byte ranges: a kernel's outputs never share a byte with its own inputs, but for a
+// library kernel's residual (codegen::inPlaceResidual), which its output may take over.
 void checkKernelsNeverWriteTheirInputs(const BufferPlan& plan, const codegen::BlockPlan& blockPlan) {
   for (const codegen::KernelGroup* group : blockPlan.allGroups()) {
     for (const Value* out : group->results) {
       if (!plan.has(out)) continue;
       for (const Value* in : group->inputs) {
         if (!plan.has(in) || out->type().byteSize() == 0 || in->type().byteSize() == 0) continue;
+        if (in == codegen::inPlaceResidual(*group) && plan.offset(in) == plan.offset(out)) continue;
         bool disjoint = plan.offset(out) + out->type().byteSize() <= plan.offset(in) ||
                         plan.offset(in) + in->type().byteSize() <= plan.offset(out);
         EXPECT_TRUE(disjoint) << group->name << " writes %" << out->name() << " over its input %" << in->name();
@@ -185,6 +205,66 @@ func @main(%x: f32[1000]) -> f32[1000] {
   EXPECT_NE(plan.offset(value(0)), plan.offset(value(1)));
   EXPECT_FALSE(plan.has(value(3)));  // %d is the result
   EXPECT_EQ(plan.resultValues(), (std::vector<const Value*>{value(3)}));
+}
+
+// Residual blocks, chained: each block's second matmul adds the block's input as a residual
+// (codegen::inPlaceResidual), so its output takes the input's bytes where the input dies there:
+// %y1 over %y0. Not %y0 over the parameter %x, nor anything over %y2, a result (its own buffer),
+// nor %r over %y3, which its matmul reads too. The run computes what the interpreter computes.
+TEST(BufferPlan, LibraryKernelsWriteOverADyingResidual) {
+  auto m = parse(R"(
+func @main(%x: f32[64,64], %w: f32[64,64], %b: f32[64]) -> (f32[64,64], f32[64,64]) {
+  %t0 = matmul %x, %w
+  %v0 = relu %t0
+  %h0 = matmul %v0, %w
+  %a0 = add %h0, %b
+  %y0 = add %a0, %x
+  %t1 = matmul %y0, %w
+  %v1 = relu %t1
+  %h1 = matmul %v1, %w
+  %a1 = add %h1, %b
+  %y1 = add %y0, %a1
+  %t2 = matmul %y1, %w
+  %v2 = relu %t2
+  %h2 = matmul %v2, %w
+  %y2 = add %h2, %y1
+  %t3 = matmul %y2, %w
+  %v3 = relu %t3
+  %h3 = matmul %v3, %w
+  %y3 = add %h3, %y2
+  %h4 = matmul %y3, %w
+  %z = add %h4, %y3
+  %r = relu %z
+  %q = matmul %r, %w
+  return %q, %y2
+})");
+  const Function& f = *m->entry();
+  auto optimized = codegen::optimizeFunction(f, {});
+  ASSERT_TRUE(optimized.ok()) << optimized.error().str();
+  const Function& fused = *optimized->function;
+  auto blockPlan = codegen::planFunction(fused);
+  ASSERT_EQ(blockPlan->groups.size(), 10u) << "ten matmuls, each with its epilogue";
+  BufferPlan plan = BufferPlan::build(fused, *blockPlan);
+  checkPlan(fused, *blockPlan, plan, "residual chain");
+  auto value = [&](const std::string& name) -> const Value* {
+    for (const auto& op : fused.body().ops())
+      if (op->numResults() == 1 && op->result()->name() == name) return op->result();
+    ADD_FAILURE() << "no %" << name;
+    return nullptr;
+  };
+  EXPECT_EQ(plan.offset(value("y1")), plan.offset(value("y0")));
+  EXPECT_FALSE(plan.has(value("y2"))) << "a result: its own buffer";
+  EXPECT_NE(plan.offset(value("r")), plan.offset(value("y3"))) << "its matmul reads %y3 too";
+  auto exe = Executable::compile(f, {});
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  std::vector<Tensor> inputs = randomInputs(f, 7);
+  auto want = interpret(f, inputs);
+  ASSERT_TRUE(want.ok()) << want.error().str();
+  for (int run = 0; run < 2; ++run) {
+    auto got = (*exe)->run(inputs);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    for (size_t k = 0; k < 2; ++k) EXPECT_EQ(compare((*want)[k], (*got)[k]), "") << "result " << k << ", run " << run;
+  }
 }
 
 TEST(BufferPlan, OffsetsAndArenaFollowTheAlignment) {

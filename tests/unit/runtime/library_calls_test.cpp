@@ -219,6 +219,24 @@ TEST(CublasLtGpu, HalfAndBFloatAndDoubleAndVectors) {
 })", false);
 }
 
+// A residual added after the bias and before the activation is cuBLASLt's C, with beta = 1.
+TEST(CublasLtGpu, BiasResidualAndActivation) {
+  KILN_REQUIRE_CUBLASLT();
+  expectLibraryCallMatches(R"(func @main(%x: f32[33,70], %w: f32[70,19], %b: f32[19], %r: f32[33,19]) -> f32[33,19] {
+  %h = matmul %x, %w
+  %a = add %h, %b
+  %s = add %r, %a
+  %y = relu %s
+  return %y
+})", false);
+  expectLibraryCallMatches(R"(func @main(%x: bf16[3,16,32], %w: bf16[32,24], %r: bf16[3,16,24]) -> bf16[3,16,24] {
+  %h = matmul %x, %w
+  %s = add %h, %r
+  %y = gelu %s {approximate = "tanh"}
+  return %y
+})", false);
+}
+
 // Transposed operands read in place (CUBLASLT_MATMUL_DESC_TRANSA/B = CUBLAS_OP_T): the fusion
 // pass puts a transpose of a matmul operand's last two axes into the library call.
 TEST(CublasLtGpu, TransposedOperands) {
@@ -249,6 +267,25 @@ TEST(CudnnGpu, ConvWithBiasAndRelu) {
   %c = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1]}
   %a = add %c, %b
   %y = relu %a
+  return %y
+})", true);
+}
+
+// A residual added after the bias and before the relu is cuDNN's z, with alpha2 = 1: a ResNet
+// block's input itself, and a value of its own with the identity activation.
+TEST(CudnnGpu, ConvBiasResidualAndRelu) {
+  KILN_REQUIRE_CUDNN();
+  expectLibraryCallMatches(R"(func @main(%x: f32[2,6,7,7], %w: f32[6,6,3,3], %b: f32[6,1,1]) -> f32[2,6,7,7] {
+  %c = conv2d %x, %w {pads = [1, 1, 1, 1]}
+  %a = add %c, %b
+  %s = add %x, %a
+  %y = relu %s
+  return %y
+})", true);
+  expectLibraryCallMatches(R"(func @main(%x: f32[2,3,9,9], %w: f32[4,3,3,3], %b: f32[4,1,1], %r: f32[2,4,5,5]) -> f32[2,4,5,5] {
+  %c = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1]}
+  %a = add %c, %b
+  %y = add %a, %r
   return %y
 })", true);
 }

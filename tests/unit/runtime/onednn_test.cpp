@@ -121,6 +121,31 @@ const Case kCases[] = {
   return %c
 })",
      "oneDNN matmul (no epilogue)"},
+    // Residuals (a transformer's, a ResNet block's): added by oneDNN's sum post-op after the bias
+    // and before the activation, the output starting as a copy of the residual; either operand
+    // order of the add.
+    {"BiasResidual", R"(func @main(%a: f32[64,48], %b: f32[48,32], %bias: f32[32], %r: f32[64,32]) -> f32[64,32] {
+  %c = matmul %a, %b
+  %d = add %c, %bias
+  %e = add %r, %d
+  return %e
+})",
+     "oneDNN matmul (epilogue bias+residual)"},
+    {"ResidualRelu", R"(func @main(%a: f32[2,30,40], %b: f32[40,24], %r: f32[2,30,24]) -> f32[2,30,24] {
+  %c = matmul %a, %b
+  %d = add %c, %r
+  %e = relu %d
+  return %e
+})",
+     "oneDNN matmul (epilogue residual+relu)"},
+    {"Bf16BiasResidualGelu", R"(func @main(%a: bf16[40,36], %b: bf16[36,48], %bias: bf16[48], %r: bf16[40,48]) -> bf16[40,48] {
+  %c = matmul %a, %b
+  %d = add %c, %bias
+  %s = add %d, %r
+  %e = gelu %s {approximate = "tanh"}
+  return %e
+})",
+     "oneDNN matmul (epilogue bias+residual+gelu)"},
     {"Conv", R"(func @main(%x: f32[2,3,9,9], %w: f32[4,3,3,3]) -> f32[2,4,9,9] {
   %y = conv2d %x, %w {pads = [1, 1, 1, 1]}
   return %y
@@ -146,6 +171,29 @@ const Case kCases[] = {
   return %r
 })",
      "oneDNN conv2d NHWC (bias+relu6)"},
+    // A ResNet block's end: its input x is the residual too. NCHW (oneDNN's blocked layout: the
+    // residual reordered into the output's scratch) and NHWC (the output itself).
+    {"ConvBiasResidualRelu", R"(func @main(%x: f32[2,16,9,9], %w: f32[16,16,3,3], %b: f32[1,16,1,1]) -> f32[2,16,9,9] {
+  %y = conv2d %x, %w {pads = [1, 1, 1, 1]}
+  %z = add %y, %b
+  %s = add %x, %z
+  %r = relu %s
+  return %r
+})",
+     "oneDNN conv2d (bias+residual+relu)"},
+    {"ConvNhwcBiasResidualRelu6", R"(func @main(%x: f32[2,7,6,5], %w: f32[8,5,1,1], %b: f32[8], %res: f32[2,7,6,8]) -> f32[2,7,6,8] {
+  %eight = constant 8.0 : f32[]
+  %zero = constant 0.0 : f32[]
+  %six = constant 6.0 : f32[]
+  %big = mul %x, %eight
+  %y = conv2d %big, %w {layout = "nhwc"}
+  %z = add %y, %b
+  %s = add %z, %res
+  %lo = max %s, %zero
+  %r = min %lo, %six
+  return %r
+})",
+     "oneDNN conv2d NHWC (bias+residual+relu6)"},
     {"ConvGroupedDilatedStrided", R"(func @main(%x: f32[1,4,11,10], %w: f32[6,2,3,2]) -> f32[1,6,5,6] {
   %y = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [2, 1], groups = 2}
   return %y
@@ -357,6 +405,59 @@ TEST(Onednn, Bf16MatmulsRunInF32WhereOnednnHasNoBf16Kernel) {
     widened = true;
   }, /*runs=*/2);
   EXPECT_TRUE(native || widened);
+}
+
+// A residual is copied into the output before the call (whose sum post-op adds the result to
+// it), reordered into the output's scratch where oneDNN computes in its own layout, or widened
+// into the f32 output where a bf16 matmul runs in f32; the call runs once more with the kept
+// scratch (the copy made again).
+TEST(Onednn, ResidualsStartTheOutputTheCallAddsTo) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
+#endif
+  const std::string matmul = R"(func @main(%a: f32[64,48], %b: f32[48,32], %r: f32[64,32]) -> f32[64,32] {
+  %c = matmul %a, %b
+  %d = add %c, %r
+  return %d
+})";
+  checkLibraryCalls(matmul, [](const OnednnCall& call) {
+    std::vector<std::string> steps = call.primitives();
+    ASSERT_EQ(steps.size(), 2u);
+    EXPECT_EQ(steps[0], "copy:residual");
+    EXPECT_TRUE(steps[1].starts_with("matmul:")) << steps[1];
+  }, /*runs=*/2);
+  const std::string nhwc = R"(func @main(%x: f32[2,6,6,16], %w: f32[16,16,3,3], %b: f32[16]) -> f32[2,6,6,16] {
+  %y = conv2d %x, %w {pads = [1, 1, 1, 1], layout = "nhwc"}
+  %z = add %y, %b
+  %s = add %z, %x
+  %r = relu %s
+  return %r
+})";
+  checkLibraryCalls(nhwc, [](const OnednnCall& call) {
+    std::vector<std::string> steps = call.primitives();
+    ASSERT_GE(steps.size(), 2u);
+    auto copy = std::find(steps.begin(), steps.end(), "copy:residual");
+    auto conv = std::find_if(steps.begin(), steps.end(), [](const std::string& s) { return s.starts_with("convolution:"); });
+    if (copy == steps.end()) {  // oneDNN chose a layout of its own: the residual is reordered instead
+      EXPECT_TRUE(steps.front().starts_with("reorder:")) << steps.front();
+      return;
+    }
+    EXPECT_LT(copy, conv) << "the residual is copied after the call";
+  }, /*runs=*/2);
+  const std::string bf16 = R"(func @main(%a: bf16[64,48], %b: bf16[48,32], %r: bf16[64,32]) -> bf16[64,32] {
+  %c = matmul %a, %b
+  %d = add %r, %c
+  %e = relu %d
+  return %e
+})";
+  checkLibraryCalls(bf16, [](const OnednnCall& call) {
+    std::vector<std::string> steps = call.primitives();
+    ASSERT_FALSE(steps.empty());
+    EXPECT_EQ(steps.front(), steps.size() == 2 ? "copy:residual" : "convert:bf16 to f32");
+    if (steps.size() > 2) {
+      EXPECT_NE(std::find(steps.begin(), steps.end(), "convert:residual bf16 to f32"), steps.end());
+    }
+  }, /*runs=*/2);
 }
 
 // B's rows a multiple of 2 KiB apart, A of a few hundred rows: where oneDNN's matmul reads B
