@@ -87,7 +87,8 @@ bool hasLibraryOp(const KernelGroup& group);
 // ConvCall::residual), where the group reads it only there; null otherwise. Its output may take
 // the residual's bytes when nothing reads the residual after the kernel (runtime/buffer_plan.h):
 // every call, and the generated kernel, reads an output element's residual only to compute that
-// element.
+// element, before writing it (so no element is read through one buffer pointer after being
+// written through the other, and the kernels' noalias buffer parameters still hold).
 const Value* inPlaceResidual(const KernelGroup& group);
 
 // The library call that computes the whole group, or GeneratedKernel with the reason it cannot:
