@@ -5,6 +5,7 @@
 // channels-last conv2d, NHWC) activations, OIHW weights (GOIHW with groups), the bias [o]; oneDNN
 // runs them in the layouts it picks, with reorders where those differ (OnednnCall::conv).
 #include "runtime/onednn.h"
+#include "runtime/narrow_floats.h"
 
 #include <fmt/format.h>
 
@@ -367,13 +368,13 @@ struct OnednnCall::State {
   }
 
   Status matmul(const codegen::MatmulCall& call) {
-    // bf16: oneDNN multiplies in f32 (exact for bf16 products), sums in f32 and rounds the result
-    // to bf16 once, after the epilogue, as cuBLASLt does on the GPU.
-    if (call.dtype != DType::F32 && call.dtype != DType::BF16)
-      return Error("oneDNN: kiln calls it for f32 and bf16 matmuls only");
+    // bf16 and f16: oneDNN multiplies in f32 (exact for their products), sums in f32 and rounds
+    // the result once, after the epilogue, as cuBLASLt does on the GPU.
+    if (call.dtype != DType::F32 && call.dtype != DType::BF16 && call.dtype != DType::F16)
+      return Error("oneDNN: kiln calls it for f32, bf16 and f16 matmuls only");
     if (call.dtype == DType::F32) return matmulIn(call, dnnl_f32);
-    // A bf16 primitive oneDNN cannot make fails before anything is added (PrimitiveDesc::create).
-    Status native = matmulIn(call, dnnl_bf16);
+    // A 16-bit primitive oneDNN cannot make fails before anything is added (PrimitiveDesc::create).
+    Status native = matmulIn(call, call.dtype == DType::BF16 ? dnnl_bf16 : dnnl_f16);
     return native.ok() ? native : matmulThroughF32(call);
   }
 
@@ -385,21 +386,26 @@ struct OnednnCall::State {
             matrixDesc(type, call.batch, call.m, call.n, call.m * call.n, batched), matrixDesc(type, 1, 1, call.n, 0, batched)};
   }
 
-  // A bf16 matmul on a host where oneDNN has no bf16 kernel (2.6 has none without AVX-512: the
-  // call failed, and the generated loop ran it at ~40 GFLOP/s): the f32 matmul, with reorders
-  // widening A and B into scratch (constant weights once, into oneDNN's packed layout) and
-  // rounding C back, the bias and activation applied in f32 before that one rounding, as the
-  // native kernel does. The products are exact in f32 either way. [512,512] x [512,512] on a
-  // 2-core Zen 3: 6.9 -> 2.2 ms (jax.jit, which also widens to f32, 2.5).
+  // A bf16 or f16 matmul where oneDNN has no kernel for it (2.6 has no bf16 one without AVX-512
+  // and no f16 one at all: the call failed, and the generated loop ran it at ~40-70 GFLOP/s): the
+  // f32 matmul, with conversions widening A and B into scratch (constant weights once, into
+  // oneDNN's packed layout) and rounding C back, the bias and activation applied in f32 before
+  // that one rounding, as a native kernel does. The products are exact in f32 either way.
+  // [512,512] x [512,512] bf16 on a 2-core Zen 3: 6.9 -> 2.2 ms (jax.jit, which also widens to
+  // f32, 2.5); f16 on the 2-core Sapphire Rapids: 5.1-5.3 -> 0.86-0.93 ms (jax.jit 1.42).
   Status matmulThroughF32(const codegen::MatmulCall& call) {
-    std::array<dnnl_memory_desc_t, 4> wide = matmulDescs(call, dnnl_f32), narrow = matmulDescs(call, dnnl_bf16);
+    const bool bf16 = call.dtype == DType::BF16;
+    const char* name = bf16 ? "bf16" : "f16";
+    auto widen = bf16 ? widenBFloat16 : widenHalf;
+    auto round = bf16 ? roundToBFloat16 : roundToHalf;
+    std::array<dnnl_memory_desc_t, 4> wide = matmulDescs(call, dnnl_f32), narrow = matmulDescs(call, bf16 ? dnnl_bf16 : dnnl_f16);
     const std::array<int, 4> buffers = {call.a, call.b, call.output, call.bias};
     const std::array<int, 4> dnnlArgs = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
     std::vector<Arg> args;
     Step roundOutput;
     for (size_t k = 0; k < buffers.size(); ++k) {
       if (buffers[k] < 0) continue;  // no bias
-      // Each matrix in f32 in memory of its own, laid out as the bf16 one (its strides), so the
+      // Each matrix in f32 in memory of its own, laid out as the 16-bit one (its strides), so the
       // conversion runs over the whole span element by element.
       size_t elements = dnnl_memory_desc_get_size(&narrow[k]) / 2;
       Arg plain{0, narrow[k], buffers[k]}, widened{dnnlArgs[k], wide[k]};
@@ -407,7 +413,7 @@ struct OnednnCall::State {
         // Constant weights (or bias): widened once, now.
         packed.push_back(allocateScratch(elements * 4));
         if (!packed.back()) return Error(fmt::format("oneDNN: cannot allocate {} bytes for weights", elements * 4));
-        widenBf16(data, packed.back().get(), elements);
+        widen(data, packed.back().get(), elements);
         packedBytes += elements * 4;
         widened.packed = static_cast<int>(packed.size() - 1);
       } else {
@@ -415,45 +421,26 @@ struct OnednnCall::State {
         scratchBytes.push_back(elements * 4);
         Step convert;
         convert.args = k == 2 ? std::vector<Arg>{widened, plain} : std::vector<Arg>{plain, widened};
-        convert.convert = k == 2 ? roundToBf16 : widenBf16;
+        convert.convert = k == 2 ? round : widen;
         convert.elements = elements;
-        convert.name = k == 2 ? "convert:f32 to bf16" : "convert:bf16 to f32";
+        convert.name = k == 2 ? fmt::format("convert:f32 to {}", name) : fmt::format("convert:{} to f32", name);
         (k == 2 ? roundOutput : steps.emplace_back()) = std::move(convert);
       }
       args.push_back(widened);
     }
     if (call.residual >= 0) {  // widened into the f32 output (args[2]: A, B, C, the bias) the call adds to
-      Step widen;
-      widen.args = {Arg{0, narrow[2], call.residual}, args[2]};
-      widen.convert = widenBf16;
-      widen.elements = dnnl_memory_desc_get_size(&narrow[2]) / 2;
-      widen.name = "convert:residual bf16 to f32";
-      steps.push_back(std::move(widen));
+      Step widened;
+      widened.args = {Arg{0, narrow[2], call.residual}, args[2]};
+      widened.convert = widen;
+      widened.elements = dnnl_memory_desc_get_size(&narrow[2]) / 2;
+      widened.name = fmt::format("convert:residual {} to f32", name);
+      steps.push_back(std::move(widened));
     }
     dnnl_matmul_desc_t desc;
     KILN_DNNL(dnnl_matmul_desc_init, &desc, &wide[0], &wide[1], call.bias >= 0 ? &wide[3] : nullptr, &wide[2]);
     KILN_TRY(addPrimitive(&desc, PostOps(matmulActivation(call.epilogue), 0.0f, 0.0f, call.residual >= 0), std::move(args)));
     steps.push_back(std::move(roundOutput));
     return {};
-  }
-
-  // bf16 to f32 exactly (its bits are the f32's upper half), and f32 to bf16 as kiln rounds it;
-  // on the OpenMP team oneDNN runs on where there are enough elements to share (the three
-  // conversions of the 512^3 product took 0.6 ms on one thread of the 2-core sandbox).
-  static constexpr int64_t kSharedConversion = int64_t{1} << 16;
-  static void widenBf16(const void* from, void* to, size_t elements) {
-    const auto* in = static_cast<const uint16_t*>(from);
-    auto* out = static_cast<uint32_t*>(to);
-    auto n = static_cast<int64_t>(elements);
-#pragma omp parallel for schedule(static) if (n >= kSharedConversion)
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(in[i]) << 16;
-  }
-  static void roundToBf16(const void* from, void* to, size_t elements) {
-    const auto* in = static_cast<const float*>(from);
-    auto* out = static_cast<uint16_t*>(to);
-    auto n = static_cast<int64_t>(elements);
-#pragma omp parallel for schedule(static) if (n >= kSharedConversion)
-    for (int64_t i = 0; i < n; ++i) out[i] = floatToBFloat16(in[i]);
   }
 
   static dnnl_alg_kind_t matmulActivation(codegen::MatmulEpilogue epilogue) {

@@ -146,6 +146,21 @@ const Case kCases[] = {
   return %e
 })",
      "oneDNN matmul (epilogue bias+residual+gelu)"},
+    // f16: oneDNN 2.6 has no f16 matmul; the f32 one runs between conversions (F16C where the CPU
+    // has it), one rounding to f16 after the epilogue.
+    {"F16", R"(func @main(%a: f16[33,64], %b: f16[64,29]) -> f16[33,29] {
+  %c = matmul %a, %b
+  return %c
+})",
+     "oneDNN matmul (no epilogue)"},
+    {"F16BatchedBiasResidualRelu", R"(func @main(%a: f16[3,16,40], %b: f16[40,24], %bias: f16[24], %r: f16[3,16,24]) -> f16[3,16,24] {
+  %c = matmul %a, %b
+  %d = add %c, %bias
+  %s = add %d, %r
+  %e = relu %s
+  return %e
+})",
+     "oneDNN matmul (epilogue bias+residual+relu)"},
     {"Conv", R"(func @main(%x: f32[2,3,9,9], %w: f32[4,3,3,3]) -> f32[2,4,9,9] {
   %y = conv2d %x, %w {pads = [1, 1, 1, 1]}
   return %y
@@ -240,8 +255,8 @@ std::string libraryCallOf(const Executable& exe) {
 
 void expectClose(const Tensor& got, const Tensor& want, const char* what) {
   ASSERT_EQ(got.type(), want.type()) << what;
-  // bf16 keeps 8 bits: a few of its ulps (2^-8 relative) between one rounding and several.
-  double tolerance = want.dtype() == DType::BF16 ? 0x1p-6 : 1e-4;
+  // bf16 keeps 8 bits, f16 11: a few of their ulps between one rounding and several.
+  double tolerance = want.dtype() == DType::BF16 ? 0x1p-6 : want.dtype() == DType::F16 ? 0x1p-9 : 1e-4;
   for (int64_t i = 0; i < want.numElements(); ++i)
     ASSERT_NEAR(got.getDouble(i), want.getDouble(i), tolerance * (1 + std::fabs(want.getDouble(i))))
         << what << ", element " << i;
@@ -605,7 +620,7 @@ TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
   %c = matmul %a, %b
   return %c
 })",
-       "generated kernel: f64 matmul: kiln calls oneDNN for f32, and bf16 matmuls, only"},
+       "generated kernel: f64 matmul: kiln calls oneDNN for f32, and bf16 and f16 matmuls, only"},
       {R"(func @main(%a: i32[4,8], %b: i32[8,4]) -> i32[4,4] {
   %c = matmul %a, %b
   return %c
@@ -615,12 +630,12 @@ TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
   %y = conv2d %x, %w
   return %y
 })",
-       "generated kernel: f64 conv2d: kiln calls oneDNN for f32, and bf16 matmuls, only"},
+       "generated kernel: f64 conv2d: kiln calls oneDNN for f32, and bf16 and f16 matmuls, only"},
       {R"(func @main(%x: bf16[1,2,5,5], %w: bf16[3,2,3,3]) -> bf16[1,3,3,3] {
   %y = conv2d %x, %w
   return %y
 })",
-       "generated kernel: bf16 conv2d: kiln calls oneDNN for f32, and bf16 matmuls, only"},
+       "generated kernel: bf16 conv2d: kiln calls oneDNN for f32, and bf16 and f16 matmuls, only"},
       {R"(func @main(%x: f32[1,2,5,5], %w: f32[3,2,3,3]) -> f32[1,3,4,4] {
   %y = conv2d %x, %w {pads = [1, 1, 0, 0]}
   return %y
