@@ -355,9 +355,9 @@ const Value* inPlaceResidual(const KernelGroup& group) {
 constexpr int64_t kOnednnMinMultiplyAdds = int64_t{1} << 15;
 
 // The same rules on both targets, with the library named: cuBLASLt and cuDNN on the GPU; oneDNN on
-// the CPU, for f32 matmuls and convolutions and bf16 and f16 matmuls (the generated kernels compute
-// the other types as kiln specifies: f16 convolutions through f32, f64 accumulating in f64). Where
-// oneDNN has no bf16 or f16 kernel, the runtime runs the f32 one between conversions.
+// the CPU, for f32, bf16 and f16 matmuls and convolutions (the generated kernels compute the
+// other types as kiln specifies: f64 accumulating in f64, integers wrapping). Where oneDNN has no
+// bf16 or f16 kernel, the runtime runs the f32 one between conversions.
 LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   std::vector<const Op*> heroes;
   for (const Op* op : group.ops)
@@ -379,10 +379,9 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   if (!cpu || std::holds_alternative<GeneratedKernel>(call)) return call;
 #if KILN_HAVE_ONEDNN
   DType dtype = hero.result()->type().dtype;
-  bool halfMatmul = (dtype == DType::BF16 || dtype == DType::F16) && hero.kind() == OpKind::Matmul;
-  if (dtype != DType::F32 && !halfMatmul)
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16)
     return GeneratedKernel{std::string(dtypeName(dtype)) + " " + std::string(hero.name()) +
-                           ": kiln calls oneDNN for f32, and bf16 and f16 matmuls, only"};
+                           ": kiln calls oneDNN for f32, bf16 and f16 only"};
   if (const auto* m = std::get_if<MatmulCall>(&call); m && m->batch * m->m * m->n * m->k < kOnednnMinMultiplyAdds)
     return GeneratedKernel{fmt::format("a matmul of {} multiply-adds: oneDNN's call costs more than computing it here",
                                        m->batch * m->m * m->n * m->k)};

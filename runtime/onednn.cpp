@@ -215,6 +215,10 @@ struct LayoutOperand {
   bool output;
   int queryIndex = 0;      // which of the query's operands (a matmul's bias: weights_md 1)
   int startsFrom = -1;     // an output the call adds to (the sum post-op): the buffer it starts as
+  // In f32 scratch instead (a 16-bit convolution's operands, widened; its output, rounded after):
+  // the scratch index of the plain memory, and of what the output starts as.
+  int scratch = -1;
+  int startsFromScratch = -1;
 };
 
 struct OnednnCall::State {
@@ -292,15 +296,23 @@ struct OnednnCall::State {
     return {};
   }
 
-  // A step copying a residual from buffer `from` into buffer `to`, both laid out as `desc`
-  // (copyResidual: nothing where they are one buffer).
-  static Step copyStep(int from, int to, const dnnl_memory_desc_t& desc) {
+  // A step copying a residual from `from` into `to`, both laid out as `to.desc` (copyResidual:
+  // nothing where they are one buffer).
+  static Step copyStep(const Arg& from, const Arg& to) {
     Step step;
-    step.args = {Arg{0, desc, from}, Arg{0, desc, to}};
+    step.args = {from, to};
     step.convert = copyResidual;
-    step.elements = dnnl_memory_desc_get_size(&desc);  // bytes
+    step.elements = dnnl_memory_desc_get_size(&to.desc);  // bytes
     step.name = "copy:residual";
     return step;
+  }
+
+  // The plain memory of operand `o`, and what an output starts as: a kernel buffer or scratch.
+  static Arg plainArg(const LayoutOperand& o, int dnnlArg) {
+    return o.scratch >= 0 ? Arg{dnnlArg, o.plain, -1, o.scratch} : Arg{dnnlArg, o.plain, o.buffer, -1};
+  }
+  static Arg startArg(const LayoutOperand& o, int dnnlArg) {
+    return o.startsFromScratch >= 0 ? Arg{dnnlArg, o.plain, -1, o.startsFromScratch} : Arg{dnnlArg, o.plain, o.startsFrom, -1};
   }
 
   Status addPrimitive(const_dnnl_op_desc_t desc, const PostOps& attr, std::vector<Arg> args,
@@ -328,12 +340,12 @@ struct OnednnCall::State {
       const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, o.query, o.queryIndex);
       if (!chosen) return Error("oneDNN: the primitive reports no layout for an operand");
       if (dnnl_memory_desc_equal(chosen, &o.plain)) {
-        args.push_back({o.dnnlArg, o.plain, o.buffer, -1});
-        if (o.startsFrom >= 0) steps.push_back(copyStep(o.startsFrom, o.buffer, o.plain));
+        args.push_back(plainArg(o, o.dnnlArg));
+        if (o.startsFrom >= 0) steps.push_back(copyStep(startArg(o, 0), plainArg(o, 0)));
         continue;
       }
       // Constant weights are packed into the chosen layout now, not reordered on every run.
-      if (const void* data = o.output ? nullptr : constantData(o.buffer)) {
+      if (const void* data = o.output || o.scratch >= 0 ? nullptr : constantData(o.buffer)) {
         auto arg = pack(o.dnnlArg, o.plain, data, *chosen);
         if (!arg) return arg.error();
         args.push_back(*arg);
@@ -347,14 +359,14 @@ struct OnednnCall::State {
       const dnnl_memory_desc_t& from = o.output ? *chosen : o.plain;
       const dnnl_memory_desc_t& to = o.output ? o.plain : *chosen;
       KILN_DNNL(dnnl_reorder_primitive_desc_create, &reorder.pd, &from, engine().engine, &to, engine().engine, nullptr);
-      Arg plain{0, o.plain, o.buffer, -1}, blocked{0, *chosen, -1, k};
+      Arg plain = plainArg(o, 0), blocked{0, *chosen, -1, k};
       if (o.output) {
         plain.dnnlArg = DNNL_ARG_TO, blocked.dnnlArg = DNNL_ARG_FROM;
         KILN_TRY(addStep(reorder.pd, {blocked, plain}, after));
         if (o.startsFrom >= 0) {  // the residual reordered into the scratch the call adds to
           PrimitiveDesc in;
           KILN_DNNL(dnnl_reorder_primitive_desc_create, &in.pd, &o.plain, engine().engine, chosen, engine().engine, nullptr);
-          Arg residual{DNNL_ARG_FROM, o.plain, o.startsFrom, -1}, into{DNNL_ARG_TO, *chosen, -1, k};
+          Arg residual = startArg(o, DNNL_ARG_FROM), into{DNNL_ARG_TO, *chosen, -1, k};
           KILN_TRY(addStep(in.pd, {residual, into}, steps));
         }
       } else {
@@ -482,8 +494,7 @@ struct OnednnCall::State {
       KILN_TRY(addPrimitive(&desc, attr, std::move(args)));
     }
     if (call.residual >= 0)
-      steps.insert(steps.begin() + static_cast<ptrdiff_t>(first),
-                   copyStep(call.residual, call.output, c));
+      steps.insert(steps.begin() + static_cast<ptrdiff_t>(first), copyStep(Arg{0, c, call.residual}, Arg{0, c, call.output}));
     return {};
   }
 
@@ -558,7 +569,8 @@ struct OnednnCall::State {
   // included. A channels-last conv2d or gradient (the channels-last pass) holds x and y (dx, dy)
   // as NHWC, which oneDNN then takes as they are where it has a jit kernel for them (below).
   Status conv(const codegen::ConvCall& call) {
-    if (call.dtype != DType::F32) return Error("oneDNN: kiln calls it for f32 convolutions only");
+    if (call.dtype != DType::F32 && call.dtype != DType::BF16 && call.dtype != DType::F16)
+      return Error("oneDNN: kiln calls it for f32, bf16 and f16 convolutions only");
     dnnl_format_tag_t activations = call.channelsLast ? dnnl_nhwc : dnnl_nchw;
     dnnl_memory_desc_t x = plainDesc({call.n, call.c, call.h, call.w}, activations);
     dnnl_memory_desc_t y = plainDesc({call.n, call.o, call.outH, call.outW}, activations);
@@ -607,30 +619,72 @@ struct OnednnCall::State {
     PrimitiveDesc pd, hint;
     bool inPlace = call.channelsLast && create(pd, hint, &x, &y).ok() && takesChannelsLastInPlace(call, pd.implementation());
     if (!inPlace) KILN_TRY(create(pd, hint, &xAny, &yAny));
+    // bf16 and f16 (oneDNN 2.6 has no f16 convolutions, nor bf16 ones without AVX-512): the f32
+    // convolution on copies widened into scratch each run (constant weights too: they are small
+    // beside the activations), its output rounded back once, after the epilogue, as a native
+    // kernel rounds. The products are exact in f32; the sums are f32's.
+    const bool narrow = call.dtype != DType::F32;
+    const char* name = call.dtype == DType::BF16 ? "bf16" : "f16";
+    std::vector<Step> rounding;  // run after the call and its output reorder
+    const int64_t xElements = call.n * call.c * call.h * call.w, yElements = call.n * call.o * call.outH * call.outW;
+    const int64_t wElements = call.o * (call.c / call.groups) * call.kh * call.kw;
+    // The scratch buffer holding buffer `index` (`elements` values) in f32, or -1 for f32 calls.
+    auto inF32 = [&](int index, int64_t elements, bool output) {
+      if (!narrow || index < 0) return -1;
+      int k = static_cast<int>(scratchBytes.size());
+      scratchBytes.push_back(static_cast<size_t>(elements) * 4);
+      Step convert;
+      Arg plain{0, bias, index}, wide{0, bias, -1, k};  // (a conversion's descriptors go unread)
+      convert.args = output ? std::vector<Arg>{wide, plain} : std::vector<Arg>{plain, wide};
+      convert.convert = output ? (call.dtype == DType::BF16 ? roundToBFloat16 : roundToHalf)
+                               : (call.dtype == DType::BF16 ? widenBFloat16 : widenHalf);
+      convert.elements = static_cast<size_t>(elements);
+      convert.name = output ? fmt::format("convert:f32 to {}", name) : fmt::format("convert:{} to f32", name);
+      (output ? rounding : steps).push_back(std::move(convert));
+      return k;
+    };
+    auto operand = [&](int dnnlArg, dnnl_query_t query, const dnnl_memory_desc_t& plain, int buffer, int64_t elements,
+                       bool output, int residual = -1) {
+      LayoutOperand o{dnnlArg, query, plain, buffer, output};
+      o.startsFrom = residual;
+      o.scratch = inF32(buffer, elements, output);
+      o.startsFromScratch = inF32(residual, elements, false);
+      return o;
+    };
+    Status added;
     switch (call.direction) {
       case D::Forward: {
         std::vector<Arg> extra;
-        if (hasBias) extra.push_back({DNNL_ARG_BIAS, bias, call.bias});
-        return addWithLayouts(pd,
-                              {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
-                               {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
-                               {DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, true, 0, call.residual}},
-                              std::move(extra));
+        if (hasBias) {
+          int b = inF32(call.bias, call.o, false);
+          extra.push_back(b >= 0 ? Arg{DNNL_ARG_BIAS, bias, -1, b} : Arg{DNNL_ARG_BIAS, bias, call.bias});
+        }
+        std::vector<LayoutOperand> operands = {operand(DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, xElements, false),
+                                               operand(DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, wElements, false),
+                                               operand(DNNL_ARG_DST, dnnl_query_dst_md, y, call.output, yElements, true, call.residual)};
+        added = addWithLayouts(pd, operands, std::move(extra));
+        break;
       }
-      case D::BackwardData:
-        return addWithLayouts(pd,
-                              {{DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, false},
-                               {DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, false},
-                               {DNNL_ARG_DIFF_SRC, dnnl_query_diff_src_md, x, call.output, true}},
-                              {});
-      case D::BackwardFilter:
-        return addWithLayouts(pd,
-                              {{DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, false},
-                               {DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, false},
-                               {DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md, w, call.output, true}},
-                              {});
+      case D::BackwardData: {
+        std::vector<LayoutOperand> operands = {
+            operand(DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, yElements, false),
+            operand(DNNL_ARG_WEIGHTS, dnnl_query_weights_md, w, call.weights, wElements, false),
+            operand(DNNL_ARG_DIFF_SRC, dnnl_query_diff_src_md, x, call.output, xElements, true)};
+        added = addWithLayouts(pd, operands, {});
+        break;
+      }
+      case D::BackwardFilter: {
+        std::vector<LayoutOperand> operands = {
+            operand(DNNL_ARG_SRC, dnnl_query_src_md, x, call.x, xElements, false),
+            operand(DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md, y, call.dy, yElements, false),
+            operand(DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md, w, call.output, wElements, true)};
+        added = addWithLayouts(pd, operands, {});
+        break;
+      }
     }
-    return Error("oneDNN: unknown convolution direction");
+    KILN_TRY(added);
+    for (Step& step : rounding) steps.push_back(std::move(step));
+    return {};
   }
 };
 

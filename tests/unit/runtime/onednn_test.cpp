@@ -209,6 +209,33 @@ const Case kCases[] = {
   return %r
 })",
      "oneDNN conv2d NHWC (bias+residual+relu6)"},
+    // bf16 and f16 convolutions: the f32 one on widened copies, rounded back after the epilogue
+    // (forward with bias, residual and relu, NCHW and NHWC; both gradients).
+    {"Bf16ConvBiasResidualRelu", R"(func @main(%x: bf16[2,8,9,9], %w: bf16[8,8,3,3], %b: bf16[1,8,1,1]) -> bf16[2,8,9,9] {
+  %y = conv2d %x, %w {pads = [1, 1, 1, 1]}
+  %z = add %y, %b
+  %s = add %x, %z
+  %r = relu %s
+  return %r
+})",
+     "oneDNN conv2d (bias+residual+relu)"},
+    {"F16ConvNhwcBiasRelu", R"(func @main(%x: f16[2,7,6,5], %w: f16[6,5,3,3], %b: f16[6]) -> f16[2,7,6,6] {
+  %y = conv2d %x, %w {pads = [1, 1, 1, 1], layout = "nhwc"}
+  %z = add %y, %b
+  %r = relu %z
+  return %r
+})",
+     "oneDNN conv2d NHWC (bias+relu)"},
+    {"Bf16ConvBackwardData", R"(func @main(%dy: bf16[2,4,5,5], %w: bf16[4,6,3,3]) -> bf16[2,6,10,10] {
+  %dx = conv2d_backward_data %dy, %w {strides = [2, 2], pads = [1, 1, 1, 1], input_shape = [2, 6, 10, 10]}
+  return %dx
+})",
+     "oneDNN conv2d backward-data"},
+    {"F16ConvBackwardFilter", R"(func @main(%x: f16[2,6,10,10], %dy: f16[2,4,5,5]) -> f16[4,3,3,3] {
+  %dw = conv2d_backward_filter %x, %dy {strides = [2, 2], pads = [1, 1, 1, 1], groups = 2, filter_shape = [4, 3, 3, 3]}
+  return %dw
+})",
+     "oneDNN conv2d backward-filter"},
     {"ConvGroupedDilatedStrided", R"(func @main(%x: f32[1,4,11,10], %w: f32[6,2,3,2]) -> f32[1,6,5,6] {
   %y = conv2d %x, %w {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [2, 1], groups = 2}
   return %y
@@ -620,7 +647,7 @@ TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
   %c = matmul %a, %b
   return %c
 })",
-       "generated kernel: f64 matmul: kiln calls oneDNN for f32, and bf16 and f16 matmuls, only"},
+       "generated kernel: f64 matmul: kiln calls oneDNN for f32, bf16 and f16 only"},
       {R"(func @main(%a: i32[4,8], %b: i32[8,4]) -> i32[4,4] {
   %c = matmul %a, %b
   return %c
@@ -630,12 +657,7 @@ TEST(Onednn, WhatItDoesNotTakeSaysWhy) {
   %y = conv2d %x, %w
   return %y
 })",
-       "generated kernel: f64 conv2d: kiln calls oneDNN for f32, and bf16 and f16 matmuls, only"},
-      {R"(func @main(%x: bf16[1,2,5,5], %w: bf16[3,2,3,3]) -> bf16[1,3,3,3] {
-  %y = conv2d %x, %w
-  return %y
-})",
-       "generated kernel: bf16 conv2d: kiln calls oneDNN for f32, and bf16 and f16 matmuls, only"},
+       "generated kernel: f64 conv2d: kiln calls oneDNN for f32, bf16 and f16 only"},
       {R"(func @main(%x: f32[1,2,5,5], %w: f32[3,2,3,3]) -> f32[1,3,4,4] {
   %y = conv2d %x, %w {pads = [1, 1, 0, 0]}
   return %y
