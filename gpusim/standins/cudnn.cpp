@@ -22,9 +22,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <vector>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "gpusim/standins/standin_support.h"
 
@@ -70,10 +73,16 @@ namespace {
 
 enum class Direction { Forward, BackwardData, BackwardFilter };
 
-// The calling thread's last refusal (cudnnGetLastErrorString reads and clears it).
+// The calling thread's last refusal (cudnnGetLastErrorString reads and clears it), kept in a map by
+// thread rather than in thread_local storage: LeakSanitizer's scan at exit read a stale bound of
+// this dlopen'ed library's dynamic TLS block and crashed its tracer (a passing
+// CudnnStandIn.RefusesAnOutputOfTheWrongSize run alone under ASan, every time). Elements of an
+// unordered_map stay where they are as others are added.
 std::string& lastError() {
-  thread_local std::string s;
-  return s;
+  static std::mutex mutex;
+  static std::unordered_map<std::thread::id, std::string> errors;
+  std::lock_guard<std::mutex> lock(mutex);
+  return errors[std::this_thread::get_id()];
 }
 
 // A refused call: BAD_PARAM and NOT_INITIALIZED are the caller's mistakes and are reported as
