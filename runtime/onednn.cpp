@@ -82,9 +82,9 @@ dnnl_memory_desc_t paddedRows(dnnl_data_type_t type, int64_t rows, int64_t cols)
   return md;
 }
 
-dnnl_memory_desc_t plainDesc(std::vector<int64_t> dims, dnnl_format_tag_t tag) {
+dnnl_memory_desc_t plainDesc(std::vector<int64_t> dims, dnnl_format_tag_t tag, dnnl_data_type_t type = dnnl_f32) {
   dnnl_memory_desc_t md;
-  dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()), dims.data(), dnnl_f32, tag);
+  dnnl_memory_desc_init_by_tag(&md, static_cast<int>(dims.size()), dims.data(), type, tag);
   return md;
 }
 
@@ -571,17 +571,32 @@ struct OnednnCall::State {
   Status conv(const codegen::ConvCall& call) {
     if (call.dtype != DType::F32 && call.dtype != DType::BF16 && call.dtype != DType::F16)
       return Error("oneDNN: kiln calls it for f32, bf16 and f16 convolutions only");
+    if (call.dtype != DType::BF16) return convIn(call, dnnl_f32);
+    // bf16: oneDNN's own bf16 convolutions where the CPU has them (AVX512-BF16, AMX), else the f32
+    // one between conversions. A native attempt that fails leaves nothing behind.
+    size_t stepCount = steps.size(), scratchCount = scratchBytes.size(), packedCount = packed.size();
+    size_t packedBefore = packedBytes;
+    if (convIn(call, dnnl_bf16).ok()) return {};
+    steps.resize(stepCount);
+    scratchBytes.resize(scratchCount);
+    packed.resize(packedCount);
+    packedBytes = packedBefore;
+    return convIn(call, dnnl_f32);
+  }
+
+  // The convolution computed in `type`: the call's own type, or f32 for bf16 and f16 data.
+  Status convIn(const codegen::ConvCall& call, dnnl_data_type_t type) {
     dnnl_format_tag_t activations = call.channelsLast ? dnnl_nhwc : dnnl_nchw;
-    dnnl_memory_desc_t x = plainDesc({call.n, call.c, call.h, call.w}, activations);
-    dnnl_memory_desc_t y = plainDesc({call.n, call.o, call.outH, call.outW}, activations);
+    dnnl_memory_desc_t x = plainDesc({call.n, call.c, call.h, call.w}, activations, type);
+    dnnl_memory_desc_t y = plainDesc({call.n, call.o, call.outH, call.outW}, activations, type);
     std::vector<int64_t> wDims = call.groups == 1 ? std::vector<int64_t>{call.o, call.c, call.kh, call.kw}
                                                   : std::vector<int64_t>{call.groups, call.o / call.groups,
                                                                          call.c / call.groups, call.kh, call.kw};
-    dnnl_memory_desc_t w = plainDesc(wDims, call.groups == 1 ? dnnl_oihw : dnnl_goihw);
-    dnnl_memory_desc_t xAny = plainDesc({call.n, call.c, call.h, call.w}, dnnl_format_tag_any);
-    dnnl_memory_desc_t yAny = plainDesc({call.n, call.o, call.outH, call.outW}, dnnl_format_tag_any);
-    dnnl_memory_desc_t wAny = plainDesc(wDims, dnnl_format_tag_any);
-    dnnl_memory_desc_t bias = plainDesc({call.o}, dnnl_a);
+    dnnl_memory_desc_t w = plainDesc(wDims, call.groups == 1 ? dnnl_oihw : dnnl_goihw, type);
+    dnnl_memory_desc_t xAny = plainDesc({call.n, call.c, call.h, call.w}, dnnl_format_tag_any, type);
+    dnnl_memory_desc_t yAny = plainDesc({call.n, call.o, call.outH, call.outW}, dnnl_format_tag_any, type);
+    dnnl_memory_desc_t wAny = plainDesc(wDims, dnnl_format_tag_any, type);
+    dnnl_memory_desc_t bias = plainDesc({call.o}, dnnl_a, type);
     dnnl_dims_t strides = {call.strideH, call.strideW};
     dnnl_dims_t dilates = {call.dilationH - 1, call.dilationW - 1};  // oneDNN counts the gaps
     dnnl_dims_t padL = {call.padH, call.padW};
@@ -619,11 +634,11 @@ struct OnednnCall::State {
     PrimitiveDesc pd, hint;
     bool inPlace = call.channelsLast && create(pd, hint, &x, &y).ok() && takesChannelsLastInPlace(call, pd.implementation());
     if (!inPlace) KILN_TRY(create(pd, hint, &xAny, &yAny));
-    // bf16 and f16 (oneDNN 2.6 has no f16 convolutions, nor bf16 ones without AVX-512): the f32
-    // convolution on copies widened into scratch each run (constant weights too: they are small
-    // beside the activations), its output rounded back once, after the epilogue, as a native
+    // bf16 and f16 in f32 (oneDNN 2.6 has no f16 convolutions, nor bf16 ones without AVX-512):
+    // the f32 convolution on copies widened into scratch each run (constant weights too: they are
+    // small beside the activations), its output rounded back once, after the epilogue, as a native
     // kernel rounds. The products are exact in f32; the sums are f32's.
-    const bool narrow = call.dtype != DType::F32;
+    const bool narrow = call.dtype != DType::F32 && type == dnnl_f32;
     const char* name = call.dtype == DType::BF16 ? "bf16" : "f16";
     std::vector<Step> rounding;  // run after the call and its output reorder
     const int64_t xElements = call.n * call.c * call.h * call.w, yElements = call.n * call.o * call.outH * call.outW;
