@@ -109,9 +109,10 @@ Epilogue splitEpilogue(const KernelGroup& group, const Op& hero, const std::stri
     const Value* other = ops[0]->operand(0) == x ? ops[0]->operand(1) : ops[0]->operand(0);
     // Adding an immediate is no bias buffer (judged below with the other ops), nor is a residual
     // that is no bias (judged next).
-    bool residual = !passes::isLibraryBias(hero, *other) && passes::isLibraryResidual(hero, *ops[0], x);
+    bool bias = passes::isLibraryBias(hero, *other);
+    bool residual = !bias && passes::isLibraryResidual(hero, *ops[0], x);
     if (!isImmediateConstant(other) && !residual) {
-      if (!passes::isLibraryBias(hero, *other))
+      if (!bias)
         e.reason = "add of " + valueText(other) + " is not " + biasText + ", which is all " + library + " adds";
       else if ((e.biasBuffer = bufferOf(group, other)) < 0)
         e.reason = "the bias " + valueText(other) + " is computed in the kernel";
@@ -393,40 +394,29 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
 
 namespace {
 
-// The epilogue's name with "+residual" after its bias ("bias+residual+relu"), or first.
-std::string withResidual(const char* name, bool residual) {
-  std::string text = name;
-  if (!residual) return text;
-  if (text == "none") return "residual";
-  if (text == "bias") return "bias+residual";
-  if (text.starts_with("bias+")) return "bias+residual+" + text.substr(5);
-  return "residual+" + text;
+// "bias+residual+relu": the parts present, in the order the library applies them; "none".
+std::string epilogueParts(bool bias, bool residual, const char* activation) {
+  std::string text;
+  for (const char* part : {bias ? "bias" : nullptr, residual ? "residual" : nullptr, activation})
+    if (part) text += (text.empty() ? "" : "+") + std::string(part);
+  return text.empty() ? "none" : text;
 }
 
 }  // namespace
 
 std::string epilogueName(MatmulEpilogue epilogue, bool residual) {
-  const char* name = "none";
-  switch (epilogue) {
-    case MatmulEpilogue::None: name = "none"; break;
-    case MatmulEpilogue::Bias: name = "bias"; break;
-    case MatmulEpilogue::Relu: name = "relu"; break;
-    case MatmulEpilogue::BiasRelu: name = "bias+relu"; break;
-    case MatmulEpilogue::Gelu: name = "gelu"; break;
-    case MatmulEpilogue::BiasGelu: name = "bias+gelu"; break;
-  }
-  return withResidual(name, residual);
+  using E = MatmulEpilogue;
+  bool bias = epilogue == E::Bias || epilogue == E::BiasRelu || epilogue == E::BiasGelu;
+  const char* activation = epilogue == E::Relu || epilogue == E::BiasRelu   ? "relu"
+                           : epilogue == E::Gelu || epilogue == E::BiasGelu ? "gelu"
+                                                                            : nullptr;
+  return epilogueParts(bias, residual, activation);
 }
 
 std::string epilogueName(ConvEpilogue epilogue, bool residual) {
-  const char* name = "none";
-  switch (epilogue) {
-    case ConvEpilogue::None: name = "none"; break;
-    case ConvEpilogue::Bias: name = "bias"; break;
-    case ConvEpilogue::BiasRelu: name = "bias+relu"; break;
-    case ConvEpilogue::BiasRelu6: name = "bias+relu6"; break;
-  }
-  return withResidual(name, residual);
+  using E = ConvEpilogue;
+  const char* activation = epilogue == E::BiasRelu ? "relu" : epilogue == E::BiasRelu6 ? "relu6" : nullptr;
+  return epilogueParts(epilogue != E::None, residual, activation);
 }
 
 std::string describeLibraryCall(const LibraryCall& call, Target target) {

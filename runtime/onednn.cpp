@@ -307,6 +307,21 @@ struct OnednnCall::State {
     return step;
   }
 
+  // A step converting `elements` values between 16-bit (bf16 or f16, `dtype`) memory `narrow` and
+  // f32 memory `wide`: widening, or, `toNarrow`, rounding back. `what` names what it converts in
+  // the step's name ("residual ").
+  static Step conversionStep(DType dtype, const Arg& narrow, const Arg& wide, size_t elements, bool toNarrow,
+                             const std::string& what = "") {
+    const bool bf16 = dtype == DType::BF16;
+    const char* name = bf16 ? "bf16" : "f16";
+    Step step;
+    step.args = toNarrow ? std::vector<Arg>{wide, narrow} : std::vector<Arg>{narrow, wide};
+    step.convert = toNarrow ? (bf16 ? roundToBFloat16 : roundToHalf) : (bf16 ? widenBFloat16 : widenHalf);
+    step.elements = elements;
+    step.name = toNarrow ? fmt::format("convert:{}f32 to {}", what, name) : fmt::format("convert:{}{} to f32", what, name);
+    return step;
+  }
+
   // The plain memory of operand `o`, and what an output starts as: a kernel buffer or scratch.
   static Arg plainArg(const LayoutOperand& o, int dnnlArg) {
     return o.scratch >= 0 ? Arg{dnnlArg, o.plain, -1, o.scratch} : Arg{dnnlArg, o.plain, o.buffer, -1};
@@ -407,9 +422,6 @@ struct OnednnCall::State {
   // f32, 2.5); f16 on the 2-core Sapphire Rapids: 5.1-5.3 -> 0.86-0.93 ms (jax.jit 1.42).
   Status matmulThroughF32(const codegen::MatmulCall& call) {
     const bool bf16 = call.dtype == DType::BF16;
-    const char* name = bf16 ? "bf16" : "f16";
-    auto widen = bf16 ? widenBFloat16 : widenHalf;
-    auto round = bf16 ? roundToBFloat16 : roundToHalf;
     std::array<dnnl_memory_desc_t, 4> wide = matmulDescs(call, dnnl_f32), narrow = matmulDescs(call, bf16 ? dnnl_bf16 : dnnl_f16);
     const std::array<int, 4> buffers = {call.a, call.b, call.output, call.bias};
     const std::array<int, 4> dnnlArgs = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
@@ -425,28 +437,19 @@ struct OnednnCall::State {
         // Constant weights (or bias): widened once, now.
         packed.push_back(allocateScratch(elements * 4));
         if (!packed.back()) return Error(fmt::format("oneDNN: cannot allocate {} bytes for weights", elements * 4));
-        widen(data, packed.back().get(), elements);
+        (bf16 ? widenBFloat16 : widenHalf)(data, packed.back().get(), elements);
         packedBytes += elements * 4;
         widened.packed = static_cast<int>(packed.size() - 1);
       } else {
         widened.scratch = static_cast<int>(scratchBytes.size());
         scratchBytes.push_back(elements * 4);
-        Step convert;
-        convert.args = k == 2 ? std::vector<Arg>{widened, plain} : std::vector<Arg>{plain, widened};
-        convert.convert = k == 2 ? round : widen;
-        convert.elements = elements;
-        convert.name = k == 2 ? fmt::format("convert:f32 to {}", name) : fmt::format("convert:{} to f32", name);
-        (k == 2 ? roundOutput : steps.emplace_back()) = std::move(convert);
+        (k == 2 ? roundOutput : steps.emplace_back()) = conversionStep(call.dtype, plain, widened, elements, k == 2);
       }
       args.push_back(widened);
     }
     if (call.residual >= 0) {  // widened into the f32 output (args[2]: A, B, C, the bias) the call adds to
-      Step widened;
-      widened.args = {Arg{0, narrow[2], call.residual}, args[2]};
-      widened.convert = widen;
-      widened.elements = dnnl_memory_desc_get_size(&narrow[2]) / 2;
-      widened.name = fmt::format("convert:residual {} to f32", name);
-      steps.push_back(std::move(widened));
+      steps.push_back(conversionStep(call.dtype, Arg{0, narrow[2], call.residual}, args[2],
+                                     dnnl_memory_desc_get_size(&narrow[2]) / 2, false, "residual "));
     }
     dnnl_matmul_desc_t desc;
     KILN_DNNL(dnnl_matmul_desc_init, &desc, &wide[0], &wide[1], call.bias >= 0 ? &wide[3] : nullptr, &wide[2]);
@@ -639,7 +642,6 @@ struct OnednnCall::State {
     // small beside the activations), its output rounded back once, after the epilogue, as a native
     // kernel rounds. The products are exact in f32; the sums are f32's.
     const bool narrow = call.dtype != DType::F32 && type == dnnl_f32;
-    const char* name = call.dtype == DType::BF16 ? "bf16" : "f16";
     std::vector<Step> rounding;  // run after the call and its output reorder
     const int64_t xElements = call.n * call.c * call.h * call.w, yElements = call.n * call.o * call.outH * call.outW;
     const int64_t wElements = call.o * (call.c / call.groups) * call.kh * call.kw;
@@ -648,14 +650,8 @@ struct OnednnCall::State {
       if (!narrow || index < 0) return -1;
       int k = static_cast<int>(scratchBytes.size());
       scratchBytes.push_back(static_cast<size_t>(elements) * 4);
-      Step convert;
       Arg plain{0, bias, index}, wide{0, bias, -1, k};  // (a conversion's descriptors go unread)
-      convert.args = output ? std::vector<Arg>{wide, plain} : std::vector<Arg>{plain, wide};
-      convert.convert = output ? (call.dtype == DType::BF16 ? roundToBFloat16 : roundToHalf)
-                               : (call.dtype == DType::BF16 ? widenBFloat16 : widenHalf);
-      convert.elements = static_cast<size_t>(elements);
-      convert.name = output ? fmt::format("convert:f32 to {}", name) : fmt::format("convert:{} to f32", name);
-      (output ? rounding : steps).push_back(std::move(convert));
+      (output ? rounding : steps).push_back(conversionStep(call.dtype, plain, wide, static_cast<size_t>(elements), output));
       return k;
     };
     auto operand = [&](int dnnlArg, dnnl_query_t query, const dnnl_memory_desc_t& plain, int buffer, int64_t elements,
