@@ -891,7 +891,7 @@ void ElementEmitter::emitMatmulTileItem(const MatmulTile& tile, llvm::Value* ite
       Index index = batchIndex;
       index.push_back(row);
       index.push_back(column);
-      llvm::Value* value = ints ? b.CreateTrunc(sum, computeType(t)) : fromDouble(sum, t);
+      llvm::Value* value = contractionResult(sum, t);
       preloaded_.push_back({{tile.matmul->result(), index}, value});
       storeTileElement(index, shape);
       return Values{};
@@ -1085,7 +1085,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
       index.push_back(b.CreateAdd(firstRow, r));
       index.push_back(b.CreateAdd(first, q));
       llvm::Value* sum = b.CreateLoad(accType, slot(r, q));
-      preloaded_.push_back({{tile.matmul->result(), index}, ints ? b.CreateTrunc(sum, computeType(t)) : fromDouble(sum, t)});
+      preloaded_.push_back({{tile.matmul->result(), index}, contractionResult(sum, t)});
       storeTileElement(index, shape);
       return Values{};
     });

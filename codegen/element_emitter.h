@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "codegen/column_reduction.h"
+#include "codegen/conv_rows.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/matmul_tile.h"
 #include "codegen/row_prefetch.h"
@@ -72,6 +73,10 @@ class ElementEmitter {
   // outputs of one row, accumulated on the stack over K (outside) and the columns (inside), then
   // the group's epilogue on each and the stores.
   void emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item);
+  // Generated convolutions on the CPU (conv_rows.h): item `item`'s block of output channels by
+  // output columns of one output row, summed over the window in vector registers, then the
+  // group's epilogue on each and the stores (emit_conv_rows.cpp).
+  void emitCpuConvItem(const ConvRows& tile, llvm::Value* item);
   // Which block of `rows` x `columns` outputs of a (batched) matmul work item `item` computes: its
   // batch index, then the block's row and column among the blocks.
   Index matmulBlock(const MatmulTile& tile, llvm::Value* item, int64_t rows, int64_t columns);
@@ -124,6 +129,12 @@ class ElementEmitter {
     return v->getType()->getScalarType()->isDoubleTy() ? v : b.CreateFPExt(v, v->getType()->getWithNewType(b.getDoubleTy()));
   }
   llvm::Value* fromDouble(llvm::Value* v, DType t);
+  // A contraction's sum (double; i64 for integers) as its result of dtype `t`: in t's compute type,
+  // rounded to t, as emit() gives an op's result. For the sums tiles supply through preloaded_,
+  // which emit() returns as they are (an f16 matmul's bias add reads the f16-rounded product).
+  llvm::Value* contractionResult(llvm::Value* sum, DType t) {
+    return isInt(t) ? b.CreateTrunc(sum, computeType(t)) : roundTo(fromDouble(sum, t), t);
+  }
   // Widens an int compute value of dtype `t` to i64: zero-extended for unsigned dtypes (so u64
   // keeps its bits and unsigned i64 comparisons order every unsigned dtype), else sign-extended.
   llvm::Value* toI64(llvm::Value* v, DType t) {

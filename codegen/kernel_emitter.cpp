@@ -8,6 +8,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/column_reduction.h"
+#include "codegen/conv_rows.h"
 #include "codegen/element_emitter.h"
 #include "codegen/matmul_tile.h"
 #include "codegen/streaming_stores.h"
@@ -53,6 +54,10 @@ std::optional<MatmulTile> matmulTileOf(const KernelGroup& group, const TargetHoo
 std::optional<MatmulTile> cpuMatmulRowsOf(const KernelGroup& group, const TargetHooks& target) {
   return target.tilesColumnReductions() ? cpuMatmulRows(group) : std::nullopt;
 }
+// The CPU's layout of a generated convolution (conv_rows.h).
+std::optional<ConvRows> cpuConvRowsOf(const KernelGroup& group, const TargetHooks& target) {
+  return target.tilesColumnReductions() ? cpuConvRows(group, target.floatSumLanes()) : std::nullopt;
+}
 }  // namespace
 
 int lanesPerItem(const KernelGroup& group, const TargetHooks& target) {
@@ -66,7 +71,8 @@ namespace {
 // per item.
 bool loopsByPart(const KernelGroup& group, const TargetHooks& target) {
   return group.kind == KernelKind::Loop && !transposeTileOf(group, target) && !registerTileOf(group, target) &&
-         !matmulTileOf(group, target) && !cpuMatmulRowsOf(group, target) && elementsPerItem(group, target) == 1;
+         !matmulTileOf(group, target) && !cpuMatmulRowsOf(group, target) && !cpuConvRowsOf(group, target) &&
+         elementsPerItem(group, target) == 1;
 }
 std::optional<ColumnTiles> columnTilesOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
   return target.tilesColumnReductions() ? columnTiles(group, segment) : std::nullopt;
@@ -164,6 +170,7 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (auto tile = registerTileOf(group, target)) return tile->tiles();
   if (auto tile = matmulTileOf(group, target)) return tile->tiles();
   if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItems(*rows);
+  if (auto conv = cpuConvRowsOf(group, target)) return conv->items();
   int64_t width = elementsPerItem(group, target), items = 0;
   for (const Segment& s : group.segments) {
     auto columns = loopsByPart(group, target) ? columnTilesOf(group, s, target) : std::nullopt;
@@ -176,6 +183,7 @@ int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) 
   if (group.kind == KernelKind::Row) return target.rowsPerItem(group);
   if (transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
   if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItemRows(*rows) * kCpuMatmulColumns;
+  if (auto conv = cpuConvRowsOf(group, target)) return conv->rows * conv->columns();
   if (registerTileOf(group, target)) return kTile * kTile;
   int64_t most = elementsPerItem(group, target);
   if (loopsByPart(group, target))
@@ -217,6 +225,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     std::optional<TransposeTile> registerTile = registerTileOf(*group, target);
     std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
     std::optional<MatmulTile> cpuMatmul = cpuMatmulRowsOf(*group, target);
+    std::optional<ConvRows> cpuConv = cpuConvRowsOf(*group, target);
     // A loop kernel of one element per item may be looped shape by shape (segment by segment)
     // and row by row; a segment of column reductions, one tile of columns per item.
     std::vector<ItemPart> parts;
@@ -248,11 +257,12 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
           else if (registerTile) emitter.emitRegisterTileItem(*registerTile, item);
           else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);
           else if (cpuMatmul) emitter.emitCpuMatmulItem(*cpuMatmul, item);
+          else if (cpuConv) emitter.emitCpuConvItem(*cpuConv, item);
           else emitter.emitLoopItem(item);
         });
     // Outputs too big for the caches stream past them (streaming_stores.h). The generated matmuls
-    // (what oneDNN does not take: f16, f64, integers) are left as they were.
-    if (!tiledMatmul && !cpuMatmul) {
+    // and convolutions (what oneDNN does not take: f16, f64, integers) are left as they were.
+    if (!tiledMatmul && !cpuMatmul && !cpuConv) {
       auto read = static_cast<int64_t>(group->bytesRead()), written = static_cast<int64_t>(group->bytesWritten());
       std::vector<int> streaming;
       for (size_t k = 0; k < group->outputs.size(); ++k)

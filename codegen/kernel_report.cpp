@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "codegen/column_reduction.h"
+#include "codegen/conv_rows.h"
 #include "codegen/cpu_target.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/library_call.h"
@@ -48,6 +49,8 @@ std::string cpuStrategy(const KernelGroup& group) {
   if (auto tile = cpuMatmulRows(group))
     return "matmul blocks of " + std::to_string(cpuMatmulItemRows(*tile)) + "x" + std::to_string(kCpuMatmulColumns) + " outputs, B packed " +
            std::to_string(kCpuMatmulPackedK) + " rows at a time";
+  if (auto conv = cpuConvRows(group, CpuTarget().floatSumLanes()))
+    return "conv blocks of " + std::to_string(conv->rows) + " channels x " + std::to_string(conv->columns()) + " columns";
   if (registerTransposeTile(group))
     return std::to_string(kTile) + "x" + std::to_string(kTile) + " tiles, " + std::to_string(kRegisterBlock) + "x" +
            std::to_string(kRegisterBlock) + " blocks transposed in registers";

@@ -3,6 +3,7 @@
 #include <optional>
 #include <regex>
 
+#include "codegen/conv_rows.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/cpu_target.h"
 #include "codegen/kernel_plan.h"
@@ -338,7 +339,7 @@ TEST(CpuOps, Matmul) {
 // groups of 4 rows with their sums in registers: [9,33] x [33,200] has 3 of 4, with a row past
 // the last group of 4) and the last, partial one; K in blocks of 256 with a partial last block
 // ([70,300] x [300,130]: a second item of 6 rows); broadcast batches, transposed operands read in
-// place, an epilogue, K = 0, every number type.
+// place, epilogues, K = 0, every number type.
 TEST(CpuOps, GeneratedMatmulRows) {
   setenv("KILN_CPU_LIBRARIES", "off", 1);
   DiffOptions exact;  // on the CPU; the GPU (the simulator, under ctest) contracts multiply-adds
@@ -348,6 +349,12 @@ TEST(CpuOps, GeneratedMatmulRows) {
   for (const char* t : kNumTypes) {
     for (auto& s : shapes) check(std::string("%a: ") + t + s[0] + ", %b: " + t + s[1], "matmul %a, %b", exact);
     std::string T = t;
+    // The bias adds to the product rounded to T, as the interpreter's add reads it.
+    auto biased = parseModule("func @main(%a: " + T + "[20,64], %b: " + T + "[64,72], %bias: " + T + "[72]) -> " + T +
+                              "[20,72] {\n  %c = matmul %a, %b\n  %d = add %c, %bias\n  return %d\n}\n", "bias.kiln");
+    ASSERT_TRUE(biased.ok()) << biased.error().str();
+    SCOPED_TRACE("bias, " + T);
+    expectSameAsInterpreter(*(*biased)->entry(), exact);
     auto m = parseModule("func @main(%a: " + T + "[20,6], %b: " + T + "[65,20], %bias: " + T + "[65]) -> " + T + "[6,65] {\n"
                          "  %at = transpose %a {perm = [1, 0]}\n  %bt = transpose %b {perm = [1, 0]}\n"
                          "  %c = matmul %at, %bt\n  %d = add %c, %bias\n  %e = abs %d\n  return %e\n}\n", "rows.kiln");
@@ -359,6 +366,80 @@ TEST(CpuOps, GeneratedMatmulRows) {
     expectSameAsInterpreter(*(*m)->entry(), specials);
   }
   unsetenv("KILN_CPU_LIBRARIES");
+}
+
+// The layout the CPU gives the conv2d kernel of `text` (after fusion), or nothing.
+std::optional<codegen::ConvRows> convRowsOf(const std::string& text) {
+  PlannedText p = planText(text);
+  if (!p.plan) return std::nullopt;
+  for (const codegen::KernelGroup* group : p.plan->allGroups())
+    for (const Op* op : group->ops)
+      if (op->kind() == OpKind::Conv2d) return codegen::cpuConvRows(*group, codegen::CpuTarget().floatSumLanes());
+  ADD_FAILURE() << "no conv2d kernel in\n" << text;
+  return std::nullopt;
+}
+
+// Generated convolutions (f64; every float type with KILN_CPU_LIBRARIES=off) go in blocks of
+// output channels by output columns of one output row, the sums in vector lanes
+// (codegen/conv_rows.h), each adding the terms the interpreter adds in its order: the same bits.
+// Padding on every side, uneven; column strides 2 and 3 (a contiguous run, every stride-th kept)
+// and 5 (gathered), with dilation; groups (blocks inside one group: 2 of 3 channels each),
+// depthwise; a channel count that leaves a last block short; rows shorter than a vector, and a
+// single column; windows whose columns loop (20 wide) or whose rows do (11 x 7); a bias and relu
+// fused after it. NaN and infinities among the weights: a padded column must add no 0 * inf.
+TEST(CpuOps, GeneratedConvBlocks) {
+  setenv("KILN_CPU_LIBRARIES", "off", 1);
+  DiffOptions exact;
+  exact.gpuTol = accumulateTolerance();
+  exact.specials = true;
+  struct Case {
+    const char *x, *w, *attrs;
+  };
+  const Case cases[] = {
+      {"[2,8,13,13]", "[6,8,3,3]", "pads = [1, 1, 1, 1]"},
+      {"[2,5,17,19]", "[7,5,3,3]", "pads = [1, 2, 0, 1], strides = [2, 2]"},
+      {"[1,4,11,40]", "[5,4,3,4]", "pads = [1, 2, 1, 3], strides = [1, 3]"},
+      {"[1,4,11,40]", "[5,4,3,4]", "pads = [1, 2, 1, 3], strides = [2, 5], dilations = [1, 2]"},
+      {"[1,4,20,23]", "[5,4,3,2]", "pads = [2, 1, 2, 3], strides = [3, 1], dilations = [2, 2]"},
+      {"[1,6,9,9]", "[9,2,3,3]", "pads = [1, 1, 1, 1], groups = 3"},
+      {"[2,6,10,21]", "[6,1,3,3]", "pads = [1, 1, 1, 1], groups = 6"},
+      {"[3,4,7,3]", "[5,4,3,3]", "pads = [1, 1, 1, 1]"},
+      {"[3,4,7,1]", "[5,4,3,1]", "pads = [1, 0, 1, 0]"},
+      {"[1,3,12,40]", "[5,3,5,20]", "pads = [2, 9, 2, 10]"},
+      {"[1,3,20,20]", "[5,3,11,7]", "pads = [5, 3, 5, 3]"},
+  };
+  for (const char* t : kFloatTypes) {
+    std::string T = t;
+    for (const Case& c : cases) check("%x: " + T + c.x + ", %w: " + T + c.w, std::string("conv2d %x, %w {") + c.attrs + "}", exact);
+    std::string text = "func @main(%x: " + T + "[2,8,12,40], %w: " + T + "[10,8,3,3], %b: " + T + "[10,1,1]) -> " + T +
+                       "[2,10,12,40] {\n  %y = conv2d %x, %w {pads = [1, 1, 1, 1]}\n  %z = add %y, %b\n  %r = relu %z\n"
+                       "  return %r\n}\n";
+    auto m = parseOrFail(text);
+    ASSERT_TRUE(m);
+    SCOPED_TRACE("bias and relu, " + T);
+    expectSameAsInterpreter(*m->entry(), exact);
+  }
+  unsetenv("KILN_CPU_LIBRARIES");
+  // The blocks: 8 channels by two vectors of f64 lanes on AVX-512 (16 vector sums), 4 by two on
+  // AVX2; twice the channels where a row takes one vector; within a group's channels.
+  const int lanes = std::max(2, codegen::CpuTarget().floatSumLanes() / 2);
+  auto layout = [](const std::string& x, const std::string& w, const std::string& attrs) {
+    return convRowsOf("func @main(%x: f64" + x + ", %w: f64" + w + ") -> f64[] {\n  %y = conv2d %x, %w {" + attrs +
+                      "}\n  %s = reduce_sum %y {axes = [0, 1, 2, 3]}\n  return %s\n}\n");
+  };
+  auto wide = layout("[1,16,8,40]", "[16,16,3,3]", "pads = [1, 1, 1, 1]");
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(wide->lanes, lanes);
+  EXPECT_EQ(wide->vectors, 2);
+  EXPECT_EQ(wide->rows, lanes >= 8 ? 8 : 4);
+  auto narrow = layout("[1,16,8,3]", "[16,16,3,3]", "pads = [1, 1, 1, 1]");
+  ASSERT_TRUE(narrow);
+  EXPECT_EQ(narrow->vectors, 1);
+  EXPECT_EQ(narrow->rows, lanes >= 8 ? 16 : 8);
+  auto grouped = layout("[1,6,8,40]", "[9,2,3,3]", "pads = [1, 1, 1, 1], groups = 3");
+  ASSERT_TRUE(grouped);
+  EXPECT_EQ(grouped->rows, 3);
+  EXPECT_FALSE(layout("[1,8,40,16]", "[16,16,3,3]", "pads = [1, 1, 1, 1], layout = \"nhwc\"").has_value());
 }
 
 // A loop kernel computed through one transpose that moves the innermost axis goes a 32x32 tile
