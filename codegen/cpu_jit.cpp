@@ -1,5 +1,6 @@
 // The host JIT (ORC LLJIT) and the host machine description shared with the optimiser.
 #include "codegen/cpu_jit.h"
+#include "codegen/host_isa.h"
 #include "codegen/vector_math.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -12,7 +13,7 @@ namespace {
 
 std::vector<std::string> hostFeatures() {
   std::vector<std::string> features;
-  for (const auto& feature : llvm::sys::getHostCPUFeatures())
+  for (const auto& feature : hostCpuFeatures())
     features.push_back((feature.second ? "+" : "-") + feature.first().str());
   // Sorted so that the same machine always gives the same feature string (and assembly).
   std::sort(features.begin(), features.end());
@@ -56,6 +57,7 @@ Error fromLlvm(const std::string& what, llvm::Error e) { return Error(what + ": 
 }  // namespace
 
 Expected<std::unique_ptr<CpuJit>> CpuJit::create(const CompileOptions& options) {
+  if (!hostIsaCap().ok()) return hostIsaCap().error();
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(hostMachineBuilder(options)).create();
   if (!jit) return fromLlvm("cannot start the host JIT", jit.takeError());
   // Kernels call libm (tanhf, erff, log1pf, asinf, acosf, atanf, and what the intrinsics lower to)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "codegen/host_isa.h"
 #include "codegen/late_inline.h"
 #include "codegen/loop_hints.h"
 #include "codegen/row_block.h"
@@ -298,8 +299,12 @@ llvm::Value* erfInline(llvm::IRBuilder<>& b, llvm::Value* x, const std::function
 
 llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef<llvm::Value*> args) {
   llvm::Type* type = args[0]->getType();
-  if ((fn == MathFn::Exp && type->isFloatTy()) || fn == MathFn::Tanh) ++inlineMath_;
-  if (fn == MathFn::Exp && type->isFloatTy()) {
+  // kiln's own formulas reduce their arguments with fused multiply-adds: on a CPU without FMA
+  // (before Haswell; KILN_CPU_ISA=sse4.2) each would be a call to libm's fma, so there the
+  // functions are libm's, through libmvec.
+  static const bool ownFormulas = hostHas("fma");
+  if (ownFormulas && ((fn == MathFn::Exp && type->isFloatTy()) || fn == MathFn::Tanh)) ++inlineMath_;
+  if (ownFormulas && fn == MathFn::Exp && type->isFloatTy()) {
     // With AVX-512, the loop vectoriser's widths scale by vscalefps (one instruction for the
     // eight of scaleInTwoSteps; the same bits): through vector variants, inlined after it.
     if (!hostHasScalef()) return expInline(b, args[0]);
@@ -307,8 +312,8 @@ llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef
         b, "kiln_expf", args[0], [](llvm::IRBuilder<>& s, llvm::Value* x) { return expInline(s, x); },
         [](llvm::IRBuilder<>& v, llvm::Value* x) { return expInline(v, x, scaleByScalef); });
   }
-  if (fn == MathFn::Tanh) return tanhInline(b, args[0]);
-  if (fn == MathFn::Erf && type->isFloatTy())
+  if (ownFormulas && fn == MathFn::Tanh) return tanhInline(b, args[0]);
+  if (ownFormulas && fn == MathFn::Erf && type->isFloatTy())
     return erfInline(b, args[0], [&](llvm::Value* v) { return emitMath(b, MathFn::Exp, {v}); });
   if (llvm::Intrinsic::ID id = intrinsicId(fn); id != llvm::Intrinsic::not_intrinsic)
     return b.CreateIntrinsic(id, {type}, args);
@@ -335,12 +340,6 @@ namespace {
 // 2-core Zen 4 sandbox, alternating runs, the elementwise chain with tanh 2.6-3.5 -> 2.3-2.5 ms,
 // softmax 5.0-7.6 -> 3.7-4.1 ms, layer norm 1.35-1.42 -> 1.18-1.24 ms ([4096,1024] and
 // [2048,2048] f32).
-bool hostHas(const char* feature) {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  auto it = features.find(feature);
-  return it != features.end() && it->second;
-}
-
 bool hostHasAvx512() {
   static const bool avx512 = hostHas("avx512f");
   return avx512;
@@ -683,6 +682,7 @@ void initializeHostTarget() {
 }
 
 Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(const CompileOptions& options) {
+  if (!hostIsaCap().ok()) return hostIsaCap().error();
   llvm::orc::JITTargetMachineBuilder jtmb = hostMachineBuilder(options);
   auto tm = jtmb.createTargetMachine();
   if (!tm) return Error("cannot create a target machine for the host: " + llvm::toString(tm.takeError()));

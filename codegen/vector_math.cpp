@@ -1,13 +1,15 @@
-// The mappings: LLVM 19 knows libmvec's sin, cos, tan, exp, log and pow (the intrinsics and the
-// libm names); glibc 2.35 added tanh, erf, log1p, asin, acos, atan and more, which kiln maps itself
-// for the functions its CPU target calls by name (codegen/cpu_target.cpp libmName). Variants: "b"
-// is SSE (4 floats or 2 doubles), "d" AVX2 (8 floats or 4 doubles), "e" AVX-512 (16 floats or 8
-// doubles), which LLVM 19 does not map at all; the vectoriser picks the width the host's cost
-// model prefers (or a loop's width hint asks for: loop_hints.h), and only offers "d" where the
-// host has AVX2 and "e" where it has AVX-512F. Without "e", a loop hinted to 8 doubles on an
-// AVX-512 host called the scalar exp for each lane: softmax over f64[2048,1000] 7.5 ms, where
-// the elementwise exp of the same size (4 doubles a call) took 0.94.
+// The mappings: every function kiln's CPU kernels call (the intrinsics and the libm names, among
+// them the functions its CPU target calls by name: codegen/cpu_target.cpp libmName) to glibc's
+// libmvec variants, where this libmvec exports them (glibc 2.35 added tanh, erf, log1p, asin, acos,
+// atan and more). Variants: "b" is SSE (4 floats or 2 doubles), "d" AVX2 (8 floats or 4 doubles),
+// "e" AVX-512 (16 floats or 8 doubles), each offered only where the host (under KILN_CPU_ISA) has
+// those vectors; the vectoriser picks the width the host's cost model prefers (or a loop's width
+// hint asks for: loop_hints.h). LLVM 19's own libmvec table has no "e" at all: a loop hinted to 8
+// doubles on an AVX-512 host called the scalar exp for each lane (softmax over f64[2048,1000]
+// 7.5 ms, where the elementwise exp of the same size, 4 doubles a call, took 0.94).
 #include "codegen/vector_math.h"
+
+#include "codegen/host_isa.h"
 
 #include <llvm/Support/DynamicLibrary.h>
 
@@ -31,11 +33,8 @@ bool vectorMathAvailable() {
 
 namespace {
 
-// The extra functions, by libm name: float and double.
-const char* const kExtraFunctions[] = {"tanh", "erf", "log1p", "asin", "acos", "atan"};
-
-// Every function that may be given AVX-512 variants, by libm name: how many arguments it takes,
-// and whether LLVM also calls it as an intrinsic (llvm.exp.f64, ...).
+// Every function given libmvec's vector variants, by libm name: how many arguments it takes, and
+// whether LLVM also calls it as an intrinsic (llvm.exp.f64, ...).
 struct WideFunction {
   const char* name;
   int arity;
@@ -81,20 +80,23 @@ class Mappings {
   std::vector<llvm::VecDesc> descs_;
 };
 
-void addExtra(llvm::TargetLibraryInfoImpl& tlii, bool avx2, bool avx512) {
+// libmvec's variants of every function for the vector sizes the (capped) host has: SSE's 'b'
+// always, AVX2's 'd' and AVX-512's 'e' where it has them. Not LLVM's own libmvec table, which
+// maps AVX2's variants whatever the target: a kernel built for SSE alone (KILN_CPU_ISA=sse4.2, a
+// CPU before Haswell) then passed 8 floats to _ZGVdN8v_sinf in two xmm registers, where it reads
+// one ymm (four lanes of zeros), or would stop at its first AVX2 instruction.
+void addMappings(llvm::TargetLibraryInfoImpl& tlii, bool avx2, bool avx512) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   Mappings mappings;
-  for (const char* base : kExtraFunctions)
-    for (bool isFloat : {true, false})
-      for (char isa : {'b', 'd'})
-        if (isa == 'b' || avx2) mappings.add(std::string(base) + (isFloat ? "f" : ""), base, isFloat, isa, 1);
-  if (avx512)
+  for (char isa : {'b', 'd', 'e'}) {
+    if ((isa == 'd' && !avx2) || (isa == 'e' && !avx512)) continue;
     for (const WideFunction& f : kWideFunctions)
       for (bool isFloat : {true, false}) {
-        mappings.add(std::string(f.name) + (isFloat ? "f" : ""), f.name, isFloat, 'e', f.arity);
-        if (f.intrinsic) mappings.add(std::string("llvm.") + f.name + (isFloat ? ".f32" : ".f64"), f.name, isFloat, 'e', f.arity);
+        mappings.add(std::string(f.name) + (isFloat ? "f" : ""), f.name, isFloat, isa, f.arity);
+        if (f.intrinsic) mappings.add(std::string("llvm.") + f.name + (isFloat ? ".f32" : ".f64"), f.name, isFloat, isa, f.arity);
       }
+  }
   tlii.addVectorizableFunctions(mappings.descs());
 }
 
@@ -110,8 +112,7 @@ const llvm::TargetLibraryInfoImpl& cpuLibraryInfo(const llvm::Triple& triple) {
   if (!tlii) {
     tlii = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
     if (triple.getArch() == llvm::Triple::x86_64 && triple.isOSLinux() && vectorMathAvailable()) {
-      tlii->addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
-      addExtra(*tlii, __builtin_cpu_supports("avx2"), __builtin_cpu_supports("avx512f"));
+      addMappings(*tlii, hostHas("avx2"), hostHas("avx512f"));
     }
   }
   return *tlii;

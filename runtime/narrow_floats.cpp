@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "codegen/host_isa.h"
 #include "kiln/types.h"
 
 #if defined(__x86_64__)
@@ -32,7 +33,7 @@ void inChunks(size_t elements, const Body& body) {
 
 #if defined(__x86_64__)
 bool hasF16c() {
-  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool f16c = codegen::hostHas("f16c") && codegen::hostHas("avx");  // under KILN_CPU_ISA
   return f16c;
 }
 

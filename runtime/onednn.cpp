@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "codegen/host_isa.h"
 #include "ir/types.h"
 
 #if KILN_HAVE_ONEDNN
@@ -47,6 +48,16 @@ struct Engine {
 const Engine& engine() {
   static const Engine& e = *[] {
     auto* e = new Engine;
+    // Under KILN_CPU_ISA, oneDNN's kernels keep to the same level as kiln's (set before any
+    // primitive exists, as oneDNN requires; AVX-512 without AMX).
+    const Expected<codegen::IsaCap>& cap = codegen::hostIsaCap();
+    if (cap.ok() && *cap != codegen::IsaCap::Native) {
+      dnnl_cpu_isa_t isa = *cap == codegen::IsaCap::Sse42  ? dnnl_cpu_isa_sse41
+                           : *cap == codegen::IsaCap::Avx2 ? dnnl_cpu_isa_avx2
+                                                           : dnnl_cpu_isa_avx512_core_bf16;
+      e->status = check(dnnl_set_max_cpu_isa(isa), "dnnl_set_max_cpu_isa");
+      if (!e->status.ok()) return e;
+    }
     e->status = check(dnnl_engine_create(&e->engine, dnnl_cpu, 0), "dnnl_engine_create");
     return e;
   }();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -46,7 +47,9 @@ std::string device(Backend backend) {
   }
 #endif
   (void)backend;
-  return fmt::format("host CPU ({} threads)", ThreadPool::defaultSize());
+  const char* isa = std::getenv("KILN_CPU_ISA");  // the cap kiln's CPU code keeps to (codegen/host_isa.h)
+  std::string capped = isa && *isa && std::string_view(isa) != "native" ? fmt::format(", KILN_CPU_ISA={}", isa) : "";
+  return fmt::format("host CPU ({} threads{})", ThreadPool::defaultSize(), capped);
 }
 
 int run(const Command& c, const Args& args) {
