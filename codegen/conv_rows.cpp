@@ -32,7 +32,7 @@ std::optional<ConvRows> cpuConvRows(const KernelGroup& group, int floatLanes) {
   const int64_t channels = layout.shape[1], groups = conv->intAttr("groups"), perGroup = channels / groups;
   layout.lanes = std::max(2, floatLanes / 2);
   layout.vectors = layout.shape[3] > layout.lanes ? 2 : 1;
-  layout.rows = std::min((floatLanes >= 16 ? 16 : 8) / layout.vectors, channels);
+  layout.rows = std::min((floatLanes >= 16 ? kCpuConvSumsWide : kCpuConvSumsNarrow) / layout.vectors, channels);
   if (groups > 1)
     while (perGroup % layout.rows != 0) --layout.rows;
   return layout;
