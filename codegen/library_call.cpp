@@ -367,6 +367,15 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   if (heroes.size() > 1) return GeneratedKernel{"more than one matmul, conv2d or pooling op in the kernel"};
   const Op& hero = *heroes[0];
   bool cpu = target == Target::Cpu;
+#if KILN_HAVE_ONEDNN
+  // oneDNN's types, said first on the CPU for f64: the other rules (an f64 epilogue) are about
+  // libraries that take f64. (Integer matmuls get their own reason from selectMatmul.)
+  auto notOnednnType = [&](DType dtype) {
+    return GeneratedKernel{std::string(dtypeName(dtype)) + " " + std::string(hero.name()) + ": kiln calls oneDNN for f32, bf16 and f16 only"};
+  };
+  bool pooling = hero.kind() == OpKind::MaxPool2d || hero.kind() == OpKind::AvgPool2d;
+  if (cpu && !pooling && hero.result()->type().dtype == DType::F64) return notOnednnType(DType::F64);
+#endif
   LibraryCall call;
   switch (hero.kind()) {
     case OpKind::Matmul: call = selectMatmul(group, hero, cpu ? "oneDNN" : "cuBLASLt"); break;
@@ -379,10 +388,8 @@ LibraryCall selectLibraryCall(const KernelGroup& group, Target target) {
   }
   if (!cpu || std::holds_alternative<GeneratedKernel>(call)) return call;
 #if KILN_HAVE_ONEDNN
-  DType dtype = hero.result()->type().dtype;
-  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16)
-    return GeneratedKernel{std::string(dtypeName(dtype)) + " " + std::string(hero.name()) +
-                           ": kiln calls oneDNN for f32, bf16 and f16 only"};
+  if (DType dtype = hero.result()->type().dtype; dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16)
+    return notOnednnType(dtype);
   if (const auto* m = std::get_if<MatmulCall>(&call); m && m->batch * m->m * m->n * m->k < kOnednnMinMultiplyAdds)
     return GeneratedKernel{fmt::format("a matmul of {} multiply-adds: oneDNN's call costs more than computing it here",
                                        m->batch * m->m * m->n * m->k)};

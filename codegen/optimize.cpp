@@ -59,6 +59,7 @@ Expected<OptimizedFunction> optimizeFunction(const Function& function, const Com
   run.dumpDir = options.dumpDir;
   run.remarks = &result.remarks;
   run.profile = options.profile;
+  run.target = options.target == Target::Cuda ? passes::PassTarget::Gpu : passes::PassTarget::Cpu;
   KILN_TRY(passes::runPasses(*result.module, *names, run));
   return result;
 }

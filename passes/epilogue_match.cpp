@@ -134,10 +134,13 @@ bool isLibraryResidual(const Op& hero, const Op& add, const Value* x) {
 }
 
 std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue,
-                                   const std::function<bool(const Op*)>& inGroup) {
+                                   const std::function<bool(const Op*)>& inGroup, PassTarget target) {
   bool matmul = hero.kind() == OpKind::Matmul;
   DType t = hero.result()->type().dtype;
-  if ((!matmul && hero.kind() != OpKind::Conv2d) || epilogue.empty() || isInt(t)) return "";
+  // On the CPU an f64 matmul or conv2d is a generated kernel (oneDNN has no f64), which computes
+  // any elementwise epilogue from its sums before the store (codegen/matmul_tile.h, conv_rows.h).
+  bool generated = isInt(t) || (t == DType::F64 && target == PassTarget::Cpu);
+  if ((!matmul && hero.kind() != OpKind::Conv2d) || epilogue.empty() || generated) return "";
   std::string names;
   for (const Op* op : epilogue) names += (names.empty() ? "" : ",") + std::string(op->name());
   std::string what = "epilogue '" + names + "' after " + std::string(hero.name()) + " is not one a library applies (";

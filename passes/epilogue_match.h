@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/pass.h"
 
 namespace kiln::passes {
 
@@ -41,10 +42,11 @@ bool isLibraryResidual(const Op& hero, const Op& add, const Value* x);
 // after a conv2d's bias, and relu6 too after a channels-last conv2d's: oneDNN is the one library
 // that runs those, and it clips), each optional, ending in the hero's own dtype (the library
 // writes it);
-// f64 takes none, integers any (no library computes them; the generated kernel does). Anything
-// else would make the whole group a generated kernel, far slower than the library call followed
-// by a loop kernel for the rest.
+// f64 takes none (cuBLASLt and cuDNN have no f64 epilogues as kiln calls them), but on the CPU
+// (`target`), where no library takes f64 and the generated kernel computes it, any; integers any
+// (no library computes them). Anything else would make the whole group a generated kernel, far
+// slower than the library call followed by a loop kernel for the rest.
 std::string libraryEpilogueProblem(const Op& hero, const std::vector<const Op*>& epilogue,
-                                   const std::function<bool(const Op*)>& inGroup);
+                                   const std::function<bool(const Op*)>& inGroup, PassTarget target = PassTarget::Any);
 
 }  // namespace kiln::passes

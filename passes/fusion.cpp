@@ -81,7 +81,7 @@ class BlockFuser {
       groupOf_[op] = groups_.size() - 1;
       trackSpan(groups_.size() - 1, 1);
       std::vector<const Op*> single{op};
-      judgeGroup(single, groups_.back().kind);
+      judgeGroup(single, groups_.back().kind, context_.target());
       grow(groups_.size() - 1);
     }
     mergeIndependentLoops();
@@ -144,7 +144,7 @@ class BlockFuser {
     size_t size = extra.size();
     for (size_t k : merged) size += groups_[k].ops.size();
     if (size > kMaxOpsPerKernel) return fmt::format("the kernel would hold more than {} ops", kMaxOpsPerKernel);
-    if (std::string why = judgeGroup(unionOf(merged, extra), kind); !why.empty()) return why;
+    if (std::string why = judgeGroup(unionOf(merged, extra), kind, context_.target()); !why.empty()) return why;
     if (createsCycle(merged, extra)) return "its result also feeds another kernel that this kernel depends on";
     return "";
   }

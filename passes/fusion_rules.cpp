@@ -131,7 +131,8 @@ bool isTransposedOperand(const Op& op, const Op& hero, const GroupView& group) {
 
 // A single main op (one reduction, or one library op) whose in-group consumers are elementwise
 // ops of its result's shape (an epilogue), and whose in-group producers it does not re-read.
-std::string judgeSingleHero(const std::vector<const Op*>& ops, const GroupView& group, const Op& hero, bool library) {
+std::string judgeSingleHero(const std::vector<const Op*>& ops, const GroupView& group, const Op& hero, bool library,
+                            PassTarget target = PassTarget::Any) {
   const Shape& shape = hero.result()->type().shape;
   if (library) {
     // cuBLASLt and cuDNN write one output: a kernel that must also store another value (an
@@ -162,7 +163,7 @@ std::string judgeSingleHero(const std::vector<const Op*>& ops, const GroupView& 
     downstream.insert(op->result());
     epilogue.push_back(op);
   }
-  return library ? libraryEpilogueProblem(hero, epilogue, [&](const Op* op) { return group.contains(op); }) : "";
+  return library ? libraryEpilogueProblem(hero, epilogue, [&](const Op* op) { return group.contains(op); }, target) : "";
 }
 
 // A reduction kernel that also stores a value of another shape (the activation a global pool
@@ -186,7 +187,7 @@ std::string storesAnotherShape(const std::vector<const Op*>& ops, const GroupVie
 
 }  // namespace
 
-std::string judgeGroup(const std::vector<const Op*>& ops, FusionKind& kind) {
+std::string judgeGroup(const std::vector<const Op*>& ops, FusionKind& kind, PassTarget target) {
   GroupView group(ops);
   std::vector<const Op*> reductions, libraries;
   for (const Op* op : ops) {
@@ -203,7 +204,7 @@ std::string judgeGroup(const std::vector<const Op*>& ops, FusionKind& kind) {
     if (ops.size() > 1 && (hero == OpKind::Conv2dBackwardData || hero == OpKind::Conv2dBackwardFilter))
       return std::string(libraries[0]->name()) + " stays alone: cuDNN's backward convolutions take no epilogue";
     kind = FusionKind::Library;
-    if (std::string why = judgeSingleHero(ops, group, *libraries[0], true); !why.empty()) return why;
+    if (std::string why = judgeSingleHero(ops, group, *libraries[0], true, target); !why.empty()) return why;
   } else if (auto rows = analyzeRows(ops)) {
     kind = FusionKind::Row;
     // A row kernel stores full values per element and row values once per row (what

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/pass.h"
 
 namespace kiln::passes {
 
@@ -27,7 +28,8 @@ bool isExpensive(const Op& op);
 // Whether `ops` (program order) make a good kernel: empty if so, else why not, phrased to follow
 // "not fused: " ("matmul reads its operands from memory (a library call)"). `kind` receives the
 // group's kind when it is good.
-std::string judgeGroup(const std::vector<const Op*>& ops, FusionKind& kind);
+// `target`: the device compiled for (libraryEpilogueProblem).
+std::string judgeGroup(const std::vector<const Op*>& ops, FusionKind& kind, PassTarget target = PassTarget::Any);
 
 // The epilogue of a Library group: its elementwise ops after the library op, as "add,relu"
 // (what cuBLASLt and cuDNN can apply on the way out: bias, activation), or "" when there is none.

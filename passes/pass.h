@@ -23,10 +23,16 @@ struct Remark {
   std::string message;  // "stays a loop: while's trip count depends on the mapped element"
 };
 
+// The device a pipeline compiles for, where a pass's choice depends on it (the fusion pass: on the
+// CPU no library takes f64 matmuls and convolutions, so their epilogues fuse); Any where none was
+// given (`kiln opt`, a test's own pass), which decides as for the GPU.
+enum class PassTarget { Any, Cpu, Gpu };
+
 // What the pass manager hands every pass besides the module.
 class PassContext {
  public:
-  explicit PassContext(std::string_view pass = {}) : pass_(pass) {}
+  explicit PassContext(std::string_view pass = {}, PassTarget target = PassTarget::Any) : pass_(pass), target_(target) {}
+  PassTarget target() const { return target_; }
   void remark(const Op& op, std::string message) { remark(std::string(op.name()), op.loc(), std::move(message)); }
   void remark(std::string op, SourceLoc loc, std::string message) {
     remarks_.push_back({std::string(pass_), std::move(op), std::move(loc), std::move(message)});
@@ -37,6 +43,7 @@ class PassContext {
 
  private:
   std::string_view pass_;
+  PassTarget target_;
   std::vector<Remark> remarks_;
 };
 

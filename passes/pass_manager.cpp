@@ -129,7 +129,7 @@ Status runPipeline(Module& module, const std::vector<PassInfo>& pipeline, const 
   int index = options.firstDumpIndex;
   for (const PassInfo& pass : pipeline) {
     if (std::find(options.disabled.begin(), options.disabled.end(), pass.name) != options.disabled.end()) continue;
-    PassContext context(pass.name);
+    PassContext context(pass.name, options.target);
     PassResult changed = [&] {
       StageTimer timer(options.profile, "pass " + std::string(pass.name));
       return pass.run(module, context);

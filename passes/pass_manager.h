@@ -24,6 +24,8 @@ struct PassRunOptions {
   std::vector<std::string> disabled;
   // When set, each pass's wall time and peak memory land here as "pass <name>".
   CompileProfile* profile = nullptr;
+  // The device compiled for, handed to every pass (PassContext::target).
+  PassTarget target = PassTarget::Any;
 };
 
 // Every registered pass, in the order `kiln opt --list-passes` shows them.
