@@ -269,7 +269,9 @@ LibraryCall selectConv(const KernelGroup& group, const Op& hero, const std::stri
     return GeneratedKernel{"channels-last " + std::string(hero.name()) + ": kiln's " + lib + " calls take NCHW"};
   if (channelsLast) x = permuteShape(x, kChannelsFirst), y = permuteShape(y, kChannelsFirst);
   auto strides = hero.intsAttr("strides"), pads = hero.intsAttr("pads"), dilations = hero.intsAttr("dilations");
-  if (pads[0] != pads[2] || pads[1] != pads[3])
+  // oneDNN takes each side's padding (its far side's follows from the output size, in the runtime);
+  // cuDNN one per axis. Asymmetric pads are TensorFlow's SAME padding at stride 2 (tf2onnx's models).
+  if ((pads[0] != pads[2] || pads[1] != pads[3]) && lib != "oneDNN")
     return GeneratedKernel{"asymmetric pads " + shapeStr(pads) + " (top,left,bottom,right): " + lib + " pads both sides equally"};
   ConvCall call;
   call.direction = direction;

@@ -56,6 +56,8 @@ struct ConvCall {
   int64_t n = 0, c = 0, h = 0, w = 0;  // x is [n,c,h,w]
   int64_t o = 0, kh = 0, kw = 0;       // w is [o,c/groups,kh,kw]
   int64_t outH = 0, outW = 0;          // y is [n,o,outH,outW]
+  // padH and padW: the top and left padding (cuDNN's, both sides); oneDNN's far sides follow from
+  // the output size, so asymmetric pads (the CPU only) need no more.
   int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1, groups = 1;
   // Buffer indices; bias is -1 without a bias add. Forward: x, weights -> output (y).
   // BackwardData: dy, weights -> output (dx). BackwardFilter: x, dy -> output (dw).

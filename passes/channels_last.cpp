@@ -28,14 +28,12 @@ AttrList channelsLastAttrs(const Op& op) {
   return attrs;
 }
 
-// A convolution or either of its gradients that oneDNN runs (f32, symmetric pads: what its call
-// takes, codegen/library_call.cpp), channels-first so far.
+// A convolution or either of its gradients that oneDNN runs (f32: what its call takes, any pads,
+// codegen/library_call.cpp), channels-first so far.
 bool isEligibleConv(const Op& op) {
   bool convolution = op.kind() == OpKind::Conv2d || op.kind() == OpKind::Conv2dBackwardData ||
                      op.kind() == OpKind::Conv2dBackwardFilter;
-  if (!convolution || isChannelsLast(op) || op.result()->type().dtype != DType::F32) return false;
-  std::vector<int64_t> pads = op.intsAttr("pads");
-  return pads[0] == pads[2] && pads[1] == pads[3];
+  return convolution && !isChannelsLast(op) && op.result()->type().dtype == DType::F32;
 }
 
 bool worthConverting(const Block& body) {

@@ -614,9 +614,15 @@ struct OnednnCall::State {
     dnnl_dims_t strides = {call.strideH, call.strideW};
     dnnl_dims_t dilates = {call.dilationH - 1, call.dilationW - 1};  // oneDNN counts the gaps
     dnnl_dims_t padL = {call.padH, call.padW};
-    // The far side's padding that gives kiln's output size (floor mode: it may pad less).
-    dnnl_dims_t padR = {(call.outH - 1) * call.strideH + (call.kh - 1) * call.dilationH + 1 - call.h - call.padH,
-                        (call.outW - 1) * call.strideW + (call.kw - 1) * call.dilationW + 1 - call.w - call.padW};
+    // The far side's padding that gives kiln's output size (floor mode: it may pad less than the
+    // op's bottom and right pads). At least 0: where asymmetric pads leave the last row unread the
+    // least is -1, which oneDNN 2.6 takes too, but any of the stride values from the least up give
+    // the same output size, and 0 keeps to what every implementation is written for.
+    auto farSide = [](int64_t out, int64_t stride, int64_t kernel, int64_t dilation, int64_t in, int64_t pad) {
+      return std::max<int64_t>(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - in - pad);
+    };
+    dnnl_dims_t padR = {farSide(call.outH, call.strideH, call.kh, call.dilationH, call.h, call.padH),
+                        farSide(call.outW, call.strideW, call.kw, call.dilationW, call.w, call.padW)};
     using D = codegen::ConvDirection;
     bool hasBias = call.direction == D::Forward && call.bias >= 0;
     PostOps epilogue = call.direction == D::Forward ? convPostOps(call.epilogue, call.residual >= 0) : PostOps();
