@@ -114,7 +114,11 @@ TEST(EmitNumerics, DenseOps) {
   unsetenv("KILN_CPU_LIBRARIES");
   for (const char* t : {"f16", "f32", "f64"}) {
     std::string x = std::string("%x: ") + t + "[2,4,7,6]";
+    // The generated convolution (conv blocks: codegen/conv_rows.h); oneDNN, which takes these pads
+    // too, multiplies the padding's zeros by the weights, 0 x inf where the interpreter adds nothing.
+    setenv("KILN_CPU_LIBRARIES", "off", 1);
     expectExact(x + ", %w: " + t + "[6,2,3,2]", "conv2d %x, %w {strides = [2, 1], pads = [1, 0, 2, 1], dilations = [1, 2], groups = 2}");
+    unsetenv("KILN_CPU_LIBRARIES");
     expectExact(x, "max_pool2d %x {kernel = [3, 2], pads = [1, 1, 1, 0]}");
     expectExact(x, "avg_pool2d %x {kernel = [2, 2], strides = [1, 2], pads = [1, 1, 1, 1]}");
     std::string c = std::string(t) + "[4]";
