@@ -539,8 +539,6 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
     return index;
   };
   // One accumulator array per reduction, in the kernel's entry block (a fixed stack slot).
-  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
-  llvm::IRBuilder<> atEntry(&entry, entry.begin());
   // Per reduction, its value at column q of the tile once the walk is done.
   std::vector<std::function<llvm::Value*(llvm::Value* q)>> results;
   for (const Op* op : tiles.reductions) {
@@ -551,8 +549,8 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
       // takes over, so the first occurrence (and the first NaN) stays.
       ArgKeys keys = argKeysFor(*this, *op);
       llvm::Type* indexType = reduced.count <= INT32_MAX ? b.getInt32Ty() : b.getInt64Ty();
-      llvm::Value* best = atEntry.CreateAlloca(keys.keyType, i64(tiles.tile), "column.best");
-      llvm::Value* at = atEntry.CreateAlloca(indexType, i64(tiles.tile), "column.index");
+      llvm::Value* best = stackArray(keys.keyType, tiles.tile, "column.best");
+      llvm::Value* at = stackArray(indexType, tiles.tile, "column.index");
       auto bestOf = [&](llvm::Value* q) { return b.CreateInBoundsGEP(keys.keyType, best, q); };
       auto atOf = [&](llvm::Value* q) { return b.CreateInBoundsGEP(indexType, at, q); };
       loop(count, {}, [&](llvm::Value* q, const Values&) {
@@ -579,7 +577,7 @@ void ElementEmitter::emitColumnTileItem(size_t segmentIndex, const ColumnTiles& 
     }
     Accumulation acc = accumulationFor(*this, *op, reduced.count);
     llvm::Type* type = acc.init->getType();
-    llvm::Value* array = atEntry.CreateAlloca(type, i64(tiles.tile), "column.sums");
+    llvm::Value* array = stackArray(type, tiles.tile, "column.sums");
     auto slot = [&](llvm::Value* q) { return b.CreateInBoundsGEP(type, array, q); };
     loop(count, {}, [&](llvm::Value* q, const Values&) {
       b.CreateStore(acc.init, slot(q));
@@ -940,9 +938,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   auto widen = [&](llvm::Value* v, DType t) { return ints ? toI64(v, t) : toDouble(v); };
   // The accumulators, rowsPerItem rows of columnsPerItem, in the kernel's entry block (a fixed
   // stack slot), zeroed.
-  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
-  llvm::IRBuilder<> atEntry(&entry, entry.begin());
-  llvm::Value* sums = atEntry.CreateAlloca(accType, i64(rowsPerItem * columnsPerItem), "matmul.sums");
+  llvm::Value* sums = stackArray(accType, rowsPerItem * columnsPerItem, "matmul.sums");
   auto slot = [&](llvm::Value* r, llvm::Value* q) {
     return b.CreateInBoundsGEP(accType, sums, b.CreateAdd(b.CreateMul(r, i64(columnsPerItem)), q));
   };
@@ -999,7 +995,7 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   DType bt = tile.stored[1]->type().dtype;
   llvm::Type* bStorage = storageType(bt);
   auto* packedType = ints ? llvm::FixedVectorType::get(bStorage, static_cast<unsigned>(lanes)) : vectorType;
-  llvm::Value* packed = atEntry.CreateAlloca(packedType, i64(packedK * kVectors), "matmul.packed");
+  llvm::Value* packed = stackArray(packedType, packedK * kVectors, "matmul.packed");
   auto packedAt = [&](llvm::Value* p, int64_t v) {
     return b.CreateInBoundsGEP(packedType, packed, b.CreateAdd(b.CreateMul(p, i64(kVectors)), i64(v)));
   };
@@ -1077,15 +1073,23 @@ void ElementEmitter::emitCpuMatmulItem(const MatmulTile& tile, llvm::Value* item
   }, {});
   // Either way, the rows past the last whole group one at a time.
   forRows(restFrom, rows, [&](llvm::Value* r) { accumulate({r}); });
-  // The epilogue: the group's outputs at each element, the matmul's value there being the sum.
-  DType t = tile.matmul->result()->type().dtype;
+  storeSumBlock(*tile.matmul, sums, accType, columnsPerItem, rows, count, [&](llvm::Value* r, llvm::Value* q) {
+    Index index = batchIndex;
+    index.push_back(b.CreateAdd(firstRow, r));
+    index.push_back(b.CreateAdd(first, q));
+    return index;
+  }, shape);
+}
+
+void ElementEmitter::storeSumBlock(const Op& hero, llvm::Value* sums, llvm::Type* accType, int64_t stride, llvm::Value* rows,
+                                   llvm::Value* count, const std::function<Index(llvm::Value*, llvm::Value*)>& indexOf,
+                                   const Shape& shape) {
+  DType t = hero.result()->type().dtype;
   loop(rows, {}, [&](llvm::Value* r, const Values&) {
     loop(count, {}, [&](llvm::Value* q, const Values&) {
-      Index index = batchIndex;
-      index.push_back(b.CreateAdd(firstRow, r));
-      index.push_back(b.CreateAdd(first, q));
-      llvm::Value* sum = b.CreateLoad(accType, slot(r, q));
-      preloaded_.push_back({{tile.matmul->result(), index}, contractionResult(sum, t)});
+      Index index = indexOf(r, q);
+      llvm::Value* sum = b.CreateLoad(accType, b.CreateInBoundsGEP(accType, sums, b.CreateAdd(b.CreateMul(r, i64(stride)), q)));
+      preloaded_.push_back({{hero.result(), index}, contractionResult(sum, t)});
       storeTileElement(index, shape);
       return Values{};
     });
@@ -1269,9 +1273,7 @@ llvm::Value* ElementEmitter::rowScratchFor(const Value* operand) {
     return nullptr;
   for (const auto& [v, scratch] : rowScratch_)
     if (v == operand) return nullptr;  // kept already: the first reduction's loop stores it
-  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
-  llvm::IRBuilder<> atEntry(&entry, entry.begin());
-  llvm::Value* scratch = atEntry.CreateAlloca(computeType(operand->type().dtype), i64(n), "row.scratch");
+  llvm::Value* scratch = stackArray(computeType(operand->type().dtype), n, "row.scratch");
   rowScratch_.push_back({operand, scratch});
   return scratch;
 }

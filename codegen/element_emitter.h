@@ -77,6 +77,12 @@ class ElementEmitter {
   // output columns of one output row, summed over the window in vector registers, then the
   // group's epilogue on each and the stores (emit_conv_rows.cpp).
   void emitCpuConvItem(const ConvRows& tile, llvm::Value* item);
+  // The epilogue of a block of contraction sums on the stack (`sums`, of `accType`, row r at
+  // r * stride): for r < rows and q < count, the group's outputs at indexOf(r, q), `hero`'s value
+  // there being the sum (contractionResult), then the stores (the CPU's matmul and conv blocks).
+  void storeSumBlock(const Op& hero, llvm::Value* sums, llvm::Type* accType, int64_t stride, llvm::Value* rows,
+                     llvm::Value* count, const std::function<Index(llvm::Value*, llvm::Value*)>& indexOf,
+                     const Shape& shape);
   // Which block of `rows` x `columns` outputs of a (batched) matmul work item `item` computes: its
   // batch index, then the block's row and column among the blocks.
   Index matmulBlock(const MatmulTile& tile, llvm::Value* item, int64_t rows, int64_t columns);
@@ -118,6 +124,14 @@ class ElementEmitter {
   // A constant of dtype `t`'s compute type holding `v` (floats) or int64 `v` truncated (ints).
   llvm::Value* constant(DType t, double v);
   llvm::Value* intConstant(DType t, int64_t v);
+
+  // `count` values of `type` on the stack, allocated in the kernel's entry block: one fixed slot per
+  // call, not one per iteration of the loops the code is in.
+  llvm::Value* stackArray(llvm::Type* type, int64_t count, const char* name) {
+    llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
+    llvm::IRBuilder<> atEntry(&entry, entry.begin());
+    return atEntry.CreateAlloca(type, i64(count), name);
+  }
 
   // min(v, most) of two i64 values (a count cut at the tensor's edge).
   llvm::Value* atMost(llvm::Value* v, llvm::Value* most) { return b.CreateSelect(b.CreateICmpSLT(v, most), v, most); }

@@ -140,30 +140,18 @@ void ElementEmitter::emitCpuConvItem(const ConvRows& tile, llvm::Value* item) {
   Values zeros(static_cast<size_t>(rows * vectors), llvm::Constant::getNullValue(accVector));
   Values sums = loop(groupChannels, zeros, [&](llvm::Value* ci, const Values& acc) { return windowRows(acc, ci); });
 
-  // The epilogue: the sums to a stack block (in the kernel's entry block: a fixed slot), then the
-  // group's outputs at each of the block's elements inside the output.
-  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
-  llvm::IRBuilder<> atEntry(&entry, entry.begin());
-  llvm::Value* block = atEntry.CreateAlloca(accType, i64(rows * columns), "conv.sums");
-  auto slot = [&](llvm::Value* r, llvm::Value* q) {
-    return b.CreateInBoundsGEP(accType, block, b.CreateAdd(b.CreateMul(r, i64(columns)), q));
-  };
+  // The epilogue: the sums to a block on the stack, then the group's outputs at each of the block's
+  // elements inside the output.
+  llvm::Value* block = stackArray(accType, rows * columns, "conv.sums");
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t v = 0; v < vectors; ++v)
-      b.CreateAlignedStore(sums[static_cast<size_t>(r * vectors + v)], slot(i64(r), i64(v * lanes)), llvm::Align(8));
-  DType t = conv.result()->type().dtype;
+      b.CreateAlignedStore(sums[static_cast<size_t>(r * vectors + v)],
+                           b.CreateConstInBoundsGEP1_64(accType, block, static_cast<uint64_t>(r * columns + v * lanes)), llvm::Align(8));
   llvm::Value* channels = atMost(b.CreateSub(i64(ys[1]), firstOut), rows);
   llvm::Value* count = atMost(b.CreateSub(i64(ys[3]), firstColumn), columns);
-  loop(channels, {}, [&](llvm::Value* r, const Values&) {
-    loop(count, {}, [&](llvm::Value* q, const Values&) {
-      Index index{image, b.CreateAdd(firstOut, r), oy, b.CreateAdd(firstColumn, q)};
-      llvm::Value* sum = b.CreateLoad(accType, slot(r, q));
-      preloaded_.push_back({{conv.result(), index}, contractionResult(sum, t)});
-      storeTileElement(index, ys);
-      return Values{};
-    });
-    return Values{};
-  });
+  storeSumBlock(conv, block, accType, columns, channels, count, [&](llvm::Value* r, llvm::Value* q) {
+    return Index{image, b.CreateAdd(firstOut, r), oy, b.CreateAdd(firstColumn, q)};
+  }, ys);
 }
 
 }  // namespace kiln::codegen

@@ -64,9 +64,7 @@ void ElementEmitter::emitRegisterTileItem(const TransposeTile& tile, llvm::Value
   };
   // stack[k][l]: the input element at output (origin + k along a, origin + l along the last axis),
   // in the kernel's entry block (a fixed stack slot).
-  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
-  llvm::IRBuilder<> atEntry(&entry, entry.begin());
-  llvm::Value* stack = atEntry.CreateAlloca(storage, i64(kTile * kTile), "transpose.tile");
+  llvm::Value* stack = stackArray(storage, kTile * kTile, "transpose.tile");
   auto stackAt = [&](llvm::Value* k, llvm::Value* l) {
     return b.CreateInBoundsGEP(storage, stack, b.CreateAdd(b.CreateMul(k, i64(kTile)), l));
   };

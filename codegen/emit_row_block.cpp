@@ -11,8 +11,6 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
   llvm::Value* firstRow = b.CreateMul(item, i64(rows), "block.row", true, true);
   Shape full = group_.rows;
   full.insert(full.end(), group_.inner.begin(), group_.inner.end());
-  llvm::BasicBlock& entry = b.GetInsertBlock()->getParent()->getEntryBlock();
-  llvm::IRBuilder<> atEntry(&entry, entry.begin());
   // The block's elements of a buffer: rows * n of them from its first row's, as n vectors.
   auto blockVectors = [&](DType t, llvm::Value* buffer) {
     llvm::Value* start = b.CreateInBoundsGEP(storageType(t), buffer, b.CreateMul(firstRow, i64(n)));
@@ -31,7 +29,7 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
       if (v->type().shape != full) continue;
       DType t = v->type().dtype;
       auto* vector = laneVector(t);
-      llvm::Value* tile = atEntry.CreateAlloca(vector, i64(n), "row.block.in");
+      llvm::Value* tile = stackArray(vector, n, "row.block.in");
       std::vector<llvm::Value*> loaded;
       for (llvm::Value* p : blockVectors(t, buffers_[i])) loaded.push_back(b.CreateAlignedLoad(vector, p, elementAlign(t)));
       std::vector<llvm::Value*> columns = rowsToColumns(b, loaded, rows);
@@ -42,10 +40,10 @@ void ElementEmitter::emitRowBlock(llvm::Value* item, int64_t rows) {
     for (size_t k = 0; k < group_.outputs.size(); ++k) {
       const Value* v = group_.outputs[k];
       if (!group_.spansRows(v)) continue;
-      block.tiles[v] = atEntry.CreateAlloca(laneVector(v->type().dtype), i64(n), "row.block.out");
+      block.tiles[v] = stackArray(laneVector(v->type().dtype), n, "row.block.out");
       fullOutputs.push_back(k);
     }
-    block.errors = atEntry.CreateAlloca(b.getInt32Ty(), i64(rows), "row.block.errors");
+    block.errors = stackArray(b.getInt32Ty(), rows, "row.block.errors");
     bool raises = false;
     loop(rows, {}, [&](llvm::Value* lane, const Values&) {
       rowBlock_ = block;
