@@ -22,8 +22,11 @@ class OnednnCall {
   // `constants` holds, by kernel buffer, the data of buffers that are constant data (a model's
   // weights; null for the others): a matmul's or convolution's constant weights are packed into
   // oneDNN's layout once, here, instead of on every run.
+  // `sliceCacheBytes` is the cache a convolution's slices of the batch are sized for (0: the
+  // host's L2 caches together; tests pass less to make slices on any host).
   static Expected<std::unique_ptr<OnednnCall>> create(const codegen::LibraryCall& call,
-                                                      std::vector<const void*> constants = {});
+                                                      std::vector<const void*> constants = {},
+                                                      int64_t sliceCacheBytes = 0);
   ~OnednnCall();
   OnednnCall(const OnednnCall&) = delete;
   OnednnCall& operator=(const OnednnCall&) = delete;
@@ -37,6 +40,9 @@ class OnednnCall {
   // The primitives a run executes, in order, each as "kind:implementation" in oneDNN's names
   // ("reorder:jit:uni", "matmul:gemm:jit", ...): what `ONEDNN_VERBOSE=1` would print, for tests.
   std::vector<std::string> primitives() const;
+  // How many slices of the batch a run computes one after the other, the primitives once per
+  // slice (a convolution whose activations oneDNN reorders; 1 for every other call).
+  int64_t batchSlices() const;
 
  private:
   OnednnCall();

@@ -601,6 +601,90 @@ TEST(Onednn, AliasingRowsOfBAreReadPadded) {
   }
 }
 
+// A convolution whose activations oneDNN reorders runs on slices of the batch, sized to fit the
+// caches (here a cache of 1 byte: an image per slice, on any host), the weights reordered once per
+// run: forward with bias and relu, with a residual, strided and grouped, with constant weights,
+// in bf16; backward data. Each equals the interpreter. Backward weights, which sum over the batch,
+// is one slice.
+TEST(Onednn, ReorderedConvolutionsRunInSlicesOfTheBatch) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
+#endif
+  struct SliceCase {
+    std::string text;
+    int64_t slices;  // where oneDNN reorders the activations
+  };
+  const SliceCase cases[] = {
+      {R"(func @main(%x: f32[4,16,10,10], %w: f32[24,16,3,3], %b: f32[24,1,1]) -> f32[4,24,10,10] {
+  %c = conv2d %x, %w {pads = [1, 1, 1, 1]}
+  %d = add %c, %b
+  %y = relu %d
+  return %y
+})", 4},
+      {R"(func @main(%x: f32[3,16,9,9], %w: f32[16,8,3,3], %b: f32[16,1,1], %r: f32[3,16,5,5]) -> f32[3,16,5,5] {
+  %c = conv2d %x, %w {pads = [1, 1, 1, 1], strides = [2, 2], groups = 2}
+  %e = add %c, %b
+  %d = add %e, %r
+  %y = relu %d
+  return %y
+})", 3},
+      {fmt::format(R"(func @main(%x: f32[2,16,7,7]) -> f32[2,16,7,7] {{
+  %w = constant {} : f32[16,16,3,3]
+  %y = conv2d %x, %w {{pads = [1, 1, 1, 1]}}
+  return %y
+}})", literal({16, 16, 3, 3})), 2},
+      {R"(func @main(%x: bf16[2,16,8,8], %w: bf16[16,16,3,3]) -> bf16[2,16,8,8] {
+  %y = conv2d %x, %w {pads = [1, 1, 1, 1]}
+  return %y
+})", 2},
+      {R"(func @main(%dy: f32[3,24,10,10], %w: f32[24,16,3,3]) -> f32[3,16,10,10] {
+  %dx = conv2d_backward_data %dy, %w {pads = [1, 1, 1, 1], input_shape = [3, 16, 10, 10]}
+  return %dx
+})", 3},
+      {R"(func @main(%x: f32[3,16,10,10], %dy: f32[3,24,10,10]) -> f32[24,16,3,3] {
+  %dw = conv2d_backward_filter %x, %dy {pads = [1, 1, 1, 1], filter_shape = [24, 16, 3, 3]}
+  return %dw
+})", 1},
+  };
+  for (const SliceCase& c : cases) {
+    SCOPED_TRACE(c.text.substr(0, 70));
+    auto m = parseModule(c.text, "slices.kiln");
+    ASSERT_TRUE(m.ok()) << m.error().str();
+    const Function& f = *(*m)->entry();
+    auto exe = Executable::compile(f, {});
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    std::vector<const codegen::KernelGroup*> groups = (*exe)->plan().allGroups();
+    ASSERT_EQ(groups.size(), 1u) << "the program is one library kernel";
+    const codegen::KernelGroup& group = *groups[0];
+    std::vector<Tensor> inputs = randomInputs(f, 7);
+    // The kernel's buffers: its inputs (the compiled function's parameters, or constants), then
+    // its output.
+    std::vector<void*> buffers;
+    std::vector<const void*> constants;
+    for (const Value* v : group.inputs) {
+      constants.push_back(constantDataBytes(v));
+      ASSERT_TRUE(v->isBlockArgument() || constants.back()) << "a kernel input computed in the program";
+      buffers.push_back(v->isBlockArgument() ? inputs[v->index()].data() : const_cast<void*>(constants.back()));
+    }
+    ASSERT_EQ(group.outputs.size(), 1u);
+    Tensor output(group.outputs[0]->type());
+    buffers.push_back(output.data());
+    auto call = OnednnCall::create(codegen::selectLibraryCall(group, codegen::Target::Cpu), constants, 1);
+    ASSERT_TRUE(call.ok()) << call.error().str();
+    std::vector<std::string> primitives = (*call)->primitives();
+    bool reordersActivations = primitives.back().starts_with("reorder");  // the output, after the call
+    if (!reordersActivations)
+      std::cout << "oneDNN takes these activations as kiln lays them out (" << primitives.back() << "): one slice\n";
+    EXPECT_EQ((*call)->batchSlices(), reordersActivations ? c.slices : 1);
+    auto want = interpret(f, inputs);
+    ASSERT_TRUE(want.ok()) << want.error().str();
+    for (int run = 0; run < 2; ++run) {  // the second with the kept scratch
+      ASSERT_TRUE((*call)->run(buffers.data()).ok());
+      expectClose(output, (*want)[0], "sliced convolution");
+    }
+  }
+}
+
 // A channels-last convolution with constant weights: where oneDNN has a jit kernel for NHWC, it
 // reads x and writes y as kiln holds them, so a run is the convolution alone (its weights packed
 // once), with no reorder of the activations before or after it; equal to the interpreter.
