@@ -68,6 +68,7 @@ std::string libmName(MathFn fn, bool isFloat) {
 }
 
 bool hostHasScalef();  // below, with the other host queries
+bool hostHasAvx512();
 
 // A call of the libm function `name`, all of whose arguments and its result have args[0]'s type.
 llvm::Value* callLibm(llvm::IRBuilder<>& b, const std::string& name, llvm::ArrayRef<llvm::Value*> args) {
@@ -270,36 +271,100 @@ llvm::Value* tanhInline(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateFDiv(q, qPlus2);
 }
 
-// f32 erf in vector instructions and no call, by two polynomials and no exp or division (libmvec's
-// erff took 1.3-1.4 ms over 4M f32 where jax.jit's inline form takes 0.9). With a = min(|x|, 4)
-// (erf rounds to 1 in f32 from 3.92): below 1, a P(a^2), P of degree 7 fitted to erf(x)/x (to
-// 4e-11 relative); from 1, 1 - Q(t) with t = (a - 2.5) / 1.5 in [-1, 1], Q of degree 14 fitted to
-// erfc on [1, 4] (to 1e-8 absolute, which is what 1 - Q needs: erfc falls from 0.16 to 1.5e-8);
-// then x's sign. Both fits are kiln's (least squares with Lawson's reweighting toward the
-// minimax). Both forms are computed and one selected; a NaN passes the clamp and every step. At
-// most 3 ulp in a simulation of these steps; tests/unit/codegen/vector_math_test.cpp measures it
-// over the whole float range. The form before, a P(a^2) below 0.75 and 1 - e^(-a^2) G(a) above
-// (G a rational), had an exp and a division: ~55 instructions a vector against ~30, and on AVX2
-// (no vscalef for exp's scaling) 1.52 ms over 4M f32 where XLA's AVX2 code took 0.92.
-llvm::Value* erfInline(llvm::IRBuilder<>& b, llvm::Value* x) {
+// f32 erf in vector instructions and no call, by a table of eight polynomials looked up per lane
+// with a register permute. With a = min(|x|, 4 - 2^-22) (erf rounds to 1 in f32 from 3.92),
+// interval k = round(2a - 1/2) in 0..7 covers a in [k/2, k/2 + 1/2]:
+// - k = 0: a P(a^2), P of degree 5 fitted to erf(x)/x (to 1.3e-11 relative);
+// - k >= 1: Q_k(a - c_k) about the centre c_k = k/2 + 1/4, Q_k of degree 7 fitted to erf (to
+//   2e-8 absolute, a third of an ulp below 1), its constant term erf(c_k) rounded to f32, so the
+//   last multiply-add adds the small rest to it (a - c_k is exact: Sterbenz).
+// Both forms are one Horner chain in v = (a - c_k) m with m = a for k = 0 (c_0 = 0: v = a^2) and 1
+// above, times m; then x's sign. The index is the low bits of the rounding shift's sum (no
+// float-to-int conversion, whose NaN LLVM makes poison); each of the 9 lookups (the centre and 8
+// coefficients) is one vpermps on AVX2 and AVX-512 (lookupEight), the scalar form too, so every lane
+// of a loop gets the same bits. A NaN passes the clamp and every step. At most 2 ulp in a
+// simulation of these steps; tests/unit/codegen/vector_math_test.cpp measures it over the whole
+// float range. All fits are kiln's own (least squares with Lawson's reweighting). The form before
+// computed two polynomials for every lane (degree 7 in a^2 below 1, degree 14 above) and selected
+// one: 22 multiply-adds a vector, and with AVX2's 16 registers ~25 constant loads; over 4M f32 on
+// AVX2 1.22-1.36 ms where XLA's AVX2 code takes 0.92.
+constexpr float kErfCentres[8] = {0.0f, 0.75f, 1.25f, 1.75f, 2.25f, 2.75f, 3.25f, 3.75f};
+constexpr float kErfCoefficients[8][8] = {  // [power of v][interval]
+    {1.1283792f, 0.71115565f, 0.92290014f, 0.9866717f, 0.9985373f, 0.9998994f, 0.9999957f, 0.9999999f},
+    {-0.37612638f, 0.64293104f, 0.23652112f, 0.052774996f, 0.007142319f, 0.0005862772f, 2.9189025e-05f, 8.814322e-07f},
+    {0.11283773f, -0.4822036f, -0.29565504f, -0.0923604f, -0.016075386f, -0.0016148684f, -9.802063e-05f, -1.7691272e-06f},
+    {-0.02686305f, 0.026788604f, 0.16753583f, 0.09015733f, 0.021724537f, 0.0027603852f, 0.00019581094f, 7.969915e-06f},
+    {0.0051999465f, 0.15090305f, -0.0059917113f, -0.047929805f, -0.018869627f, -0.003148679f, -0.00015407355f, -7.818759e-05f},
+    {-0.00076864654f, -0.05322388f, -0.047184914f, 0.006620066f, 0.01065942f, 0.0027561581f, 0.00031367477f, 1.8341269e-05f},
+    {0.0f, -0.028961662f, 0.019108964f, 0.0072080246f, -0.0050701844f, -0.0028119243f, -0.0016598012f, 0.00065490615f},
+    {0.0f, 0.017936222f, 0.003732284f, -0.005945072f, -0.0007167222f, 0.0006368181f, 0.00017324972f, 1.7060162e-05f},
+};
+
+// table[index & 7] for each lane of `index` (i32, or a vector of 4, 8 or 16 i32): vpermps, which
+// reads an index's low three bits (AVX-512's 16-entry form the table twice over, so its fourth bit
+// does not matter); 1 and 4 lanes widened to 8 and back, 16 without AVX-512 as two halves. Without
+// AVX2 (an FMA host that lacks it), a tree of selects on the three bits.
+llvm::Value* lookupEight(llvm::IRBuilder<>& b, const float (&table)[8], llvm::Value* index) {
+  llvm::Type* f32 = b.getFloatTy();
+  auto* vectorType = llvm::dyn_cast<llvm::FixedVectorType>(index->getType());
+  const unsigned lanes = vectorType ? vectorType->getNumElements() : 1;
+  llvm::Type* resultType = vectorType ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(f32, lanes)) : f32;
+  static const bool avx2 = hostHas("avx2");
+  if (!avx2) {
+    std::vector<llvm::Value*> level;
+    for (float v : table) level.push_back(llvm::ConstantFP::get(resultType, v));
+    for (unsigned bit = 0; level.size() > 1; ++bit) {
+      llvm::Value* set = b.CreateICmpNE(b.CreateAnd(index, llvm::ConstantInt::get(index->getType(), 1u << bit)),
+                                        llvm::ConstantInt::get(index->getType(), 0));
+      std::vector<llvm::Value*> next;
+      for (size_t k = 0; k < level.size(); k += 2) next.push_back(b.CreateSelect(set, level[k + 1], level[k]));
+      level = std::move(next);
+    }
+    return level[0];
+  }
+  std::vector<llvm::Constant*> entries;
+  for (float v : table) entries.push_back(llvm::ConstantFP::get(f32, v));
+  if (lanes == 16 && hostHasAvx512()) {
+    std::vector<llvm::Constant*> twice = entries;
+    twice.insert(twice.end(), entries.begin(), entries.end());
+    return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_permvar_sf_512, {}, {llvm::ConstantVector::get(twice), index});
+  }
+  llvm::Constant* eight = llvm::ConstantVector::get(entries);
+  auto permute = [&](llvm::Value* indices) {
+    return b.CreateIntrinsic(llvm::Intrinsic::x86_avx2_permps, {}, {eight, indices});
+  };
+  if (lanes == 8) return permute(index);
+  if (lanes == 16) {
+    llvm::Value* low = permute(b.CreateShuffleVector(index, {0, 1, 2, 3, 4, 5, 6, 7}));
+    llvm::Value* high = permute(b.CreateShuffleVector(index, {8, 9, 10, 11, 12, 13, 14, 15}));
+    return b.CreateShuffleVector(low, high, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
+  }
+  llvm::Value* zeros = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b.getInt32Ty(), 8));
+  if (lanes == 1) return b.CreateExtractElement(permute(b.CreateInsertElement(zeros, index, uint64_t{0})), uint64_t{0});
+  llvm::Value* wide = b.CreateShuffleVector(index, llvm::Constant::getNullValue(index->getType()), {0, 1, 2, 3, 4, 4, 4, 4});
+  return b.CreateShuffleVector(permute(wide), {0, 1, 2, 3});
+}
+
+llvm::Value* erfByTable(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   auto c = [type](double v) { return llvm::ConstantFP::get(type, v); };
+  auto fma = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {p, q, r}); };
   llvm::Value* magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  llvm::Value* a = b.CreateSelect(b.CreateFCmpOLT(c(4.0), magnitude), c(4.0), magnitude);
-  llvm::Value* s = b.CreateFMul(a, a);
-  static constexpr double kSmall[] = {1.1283791670669139,    -0.37612638468055176,  0.1128378224700489,
-                                      -0.026865407720203134, 0.005220950676579694,  -0.0008482723903360049,
-                                      0.00011255139567245598, -9.633888458109487e-06};
-  llvm::Value* small = b.CreateFMul(a, polynomial(b, kSmall, s, b.CreateFMul(s, s)));
-  static constexpr double kTail[] = {0.0004069528779419604, -0.003267273709366111, 0.012252753073210743,
-                                     -0.02818733704340799,  0.04365263239748395,   -0.0463899571898452,
-                                     0.03186191673688131,   -0.00957859279330916,  -0.006620083163743489,
-                                     0.010411530300544898,  -0.004692043482204278, -0.0015433070309543325,
-                                     0.002050346651294877,  -9.466481586231194e-05, -0.00026286394397901026};
-  llvm::Value* t = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type}, {a, c(1.0 / 1.5), c(-2.5 / 1.5)});
-  llvm::Value* tail = b.CreateFSub(c(1.0), polynomial(b, kTail, t, b.CreateFMul(t, t)));
-  llvm::Value* magnitudeOfErf = b.CreateSelect(b.CreateFCmpOLT(a, c(1.0)), small, tail);
-  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, magnitudeOfErf, x);
+  const double last = std::nextafter(4.0f, 0.0f);  // a below 4 keeps k at 7
+  llvm::Value* a = b.CreateSelect(b.CreateFCmpOLT(c(last), magnitude), c(last), magnitude);
+  llvm::Value* shifted;
+  {
+    llvm::IRBuilder<>::FastMathFlagGuard exact(b);  // reassociating would fold the shift away
+    b.clearFastMathFlags();
+    shifted = b.CreateFAdd(fma(a, c(2.0), c(-0.5)), c(kRoundingShift));  // k + the shift; 2a - 1/2 is exact
+  }
+  llvm::Value* index = b.CreateBitCast(shifted, type->getWithNewType(b.getInt32Ty()));
+  llvm::Value* t = b.CreateFSub(a, lookupEight(b, kErfCentres, index));
+  llvm::Value* m = b.CreateSelect(b.CreateFCmpOLE(a, c(0.5)), a, c(1.0));  // k = 0 exactly where a <= 1/2
+  llvm::Value* v = b.CreateFMul(t, m);
+  llvm::Value* sum = lookupEight(b, kErfCoefficients[7], index);
+  for (int power = 6; power >= 0; --power) sum = fma(sum, v, lookupEight(b, kErfCoefficients[power], index));
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b.CreateFMul(sum, m), x);
 }
 
 }  // namespace
@@ -310,7 +375,8 @@ llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef
   // (before Haswell; KILN_CPU_ISA=sse4.2) each would be a call to libm's fma, so there the
   // functions are libm's, through libmvec.
   static const bool ownFormulas = hostHas("fma");
-  if (ownFormulas && ((fn == MathFn::Exp && type->isFloatTy()) || fn == MathFn::Tanh)) ++inlineMath_;
+  const bool inline32 = type->isFloatTy() && (fn == MathFn::Exp || fn == MathFn::Erf);
+  if (ownFormulas && (inline32 || fn == MathFn::Tanh)) ++inlineMath_;
   if (ownFormulas && fn == MathFn::Exp && type->isFloatTy()) {
     // With AVX-512, the loop vectoriser's widths scale by vscalefps (one instruction for the
     // eight of scaleInTwoSteps; the same bits): through vector variants, inlined after it.
@@ -320,8 +386,8 @@ llvm::Value* CpuTarget::emitMath(llvm::IRBuilder<>& b, MathFn fn, llvm::ArrayRef
         [](llvm::IRBuilder<>& v, llvm::Value* x) { return expInline(v, x, scaleByScalef); });
   }
   if (ownFormulas && fn == MathFn::Tanh) return tanhInline(b, args[0]);
-  if (ownFormulas && fn == MathFn::Erf && type->isFloatTy())
-    return erfInline(b, args[0]);
+  if (ownFormulas && fn == MathFn::Erf && type->isFloatTy())  // the scalar form looks up as the vectors do
+    return callWithVectorVariants(b, "kiln_erff", args[0], erfByTable, erfByTable);
   if (llvm::Intrinsic::ID id = intrinsicId(fn); id != llvm::Intrinsic::not_intrinsic)
     return b.CreateIntrinsic(id, {type}, args);
   return callLibm(b, libmName(fn, type->isFloatTy()), args);

@@ -37,7 +37,7 @@ class CpuTarget : public TargetHooks {
   int64_t rowsPerItem(const KernelGroup& group) const override;
   bool reassociatesSums() const override { return true; }
   int floatSumLanes() const override;
-  // Interleaved only where the body computed an inline exp or tanh (each ~25 dependent
+  // Interleaved only where the body computed an inline exp, tanh or erf (each ~25 dependent
   // instructions): codegen/loop_hints.h.
   int loopInterleave(int64_t trips, int64_t mathBefore) const override;
   int64_t inlineMathEmitted() const override { return inlineMath_; }
@@ -54,7 +54,7 @@ class CpuTarget : public TargetHooks {
 
  private:
   bool fastMath_;
-  int64_t inlineMath_ = 0;  // the inline exp and tanh emitted so far
+  int64_t inlineMath_ = 0;  // the inline exp, tanh and erf emitted so far
 };
 
 // Initialises LLVM's native target once per process (safe to call from any thread, any time).

@@ -275,7 +275,7 @@ class ElementEmitter {
   // norm's mean, variance and output) instead of reading the row from memory again.
   Values rowSteps(Values init, const LoopBody& body);
   // loop(count, init, body), with the target's interleave count (loopInterleave) where the body
-  // computed an inline exp or tanh.
+  // computed an inline exp, tanh or erf.
   Values mathLoop(int64_t count, Values init, const LoopBody& body);
   // The latch branch of the loop loop() has just emitted (for its llvm.loop hints); null where a
   // row block emitted it unrolled.

@@ -19,7 +19,7 @@ namespace kiln::codegen {
 // a remainder the vector loop does not take, it runs one element at a time, so interleaving
 // stops where it would lengthen that remainder: rows of 144 f32 (EfficientNet's) get 2, not 4.
 // Loops of fewer than 16 whole vectors get no hint (loop_hints.cpp says why).
-// The CPU target asks for it only for loops whose body computed an inline exp or tanh
+// The CPU target asks for it only for loops whose body computed an inline exp, tanh or erf
 // (CpuTarget::loopInterleave): on every loop, the extra code took MobileNetV2's compile from
 // 0.45-0.49 to 0.72-1.10 s for no gain in its run.
 int interleaveCount(int64_t trips, int lanes);

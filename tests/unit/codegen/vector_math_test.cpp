@@ -5,10 +5,12 @@
 // documented 4 ulp for libmvec (kiln's own formulas around it, such as sigmoid's, add a few; its
 // inline exp, tanh and erf meet the same bound); the measured worst case is printed for the notes.
 #include <gtest/gtest.h>
+
 #include <llvm/TargetParser/Host.h>
 
 #include "codegen/host_isa.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -177,7 +179,7 @@ TEST(VectorMath, KernelsCallTheVectorVariants) {
 }
 
 // f32 exp, tanh and erf and f64 tanh are kiln's own and inline (codegen/cpu_target.cpp,
-// expInline, tanhInline and erfInline): no call at all, and vectorised.
+// expInline, tanhInline and erfByTable): no call at all, and vectorised.
 TEST(VectorMath, KilnsOwnFormulasAreInline) {
   if (!codegen::hostHas("fma")) GTEST_SKIP() << "no FMA on this host (or under KILN_CPU_ISA): the functions are libm's";
   const std::pair<const char*, const char*> cases[] = {{"f32", "exp %x"},  {"f32", "tanh %x"}, {"f32", "sigmoid %x"},
@@ -231,6 +233,41 @@ TEST(VectorMath, F32ExpScalesWithVscalefWhereTheHostHasIt) {
   ASSERT_TRUE(got.ok()) << got.error().str();
   const auto* y = static_cast<const float*>((*got)[0].data());
   for (int i = 0; i < 4093; ++i) EXPECT_LE(ulps(y[i], static_cast<float>(std::exp(double(xs[i])))), 1) << "exp(" << xs[i] << ")";
+}
+
+// f32 erf looks its eight polynomials up per lane with vpermps (codegen/cpu_target.cpp,
+// erfByTable), the scalar form included, through the same late-inlined vector variants as exp: no
+// call survives, and a value gives the same bits in the vector loop as in its scalar remainder.
+TEST(VectorMath, F32ErfLooksItsPolynomialsUpByPermute) {
+  const llvm::StringMap<bool>& features = codegen::hostCpuFeatures();  // under KILN_CPU_ISA
+  if (!features.lookup("fma")) GTEST_SKIP() << "no FMA on this host (or under KILN_CPU_ISA): erf is libm's";
+  if (!features.lookup("avx2")) GTEST_SKIP() << "no AVX2 on this host: the lookups are selects, not vpermps";
+  auto m = parseModule("func @main(%x: f32[4096]) -> f32[4096] {\n  %y = erf %x\n  return %y\n}\n", "v.kiln");
+  ASSERT_TRUE(m.ok());
+  auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().str();
+  auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
+  ASSERT_TRUE(text.ok()) << text.error().str();
+  EXPECT_NE(text->find("vpermps"), std::string::npos);
+  EXPECT_EQ(text->find("call"), std::string::npos) << "a call survived the late inlining";
+  EXPECT_EQ(text->find("kiln_erff"), std::string::npos) << "the functions were not removed";
+  // 4093 elements: the last ones fall to the scalar remainder, and each repeats an earlier value.
+  auto odd = parseModule("func @main(%x: f32[4093]) -> f32[4093] {\n  %y = erf %x\n  return %y\n}\n", "v.kiln");
+  ASSERT_TRUE(odd.ok());
+  setenv("KILN_CACHE_DIR", "off", 1);
+  auto exe = Executable::compile(*(*odd)->entry(), {});
+  unsetenv("KILN_CACHE_DIR");
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  Tensor x(TensorType{DType::F32, {4093}});
+  auto* xs = static_cast<float*>(x.data());
+  for (int i = 0; i < 4093; ++i) xs[i] = -4.2f + 0.0084f * static_cast<float>(i % 1000);  // every interval, both signs
+  auto got = (*exe)->run({x});
+  ASSERT_TRUE(got.ok()) << got.error().str();
+  const auto* y = static_cast<const float*>((*got)[0].data());
+  for (int i = 0; i < 4093; ++i) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(y[i % 1000])) << "erf(" << xs[i] << ") at " << i;
+    EXPECT_LE(ulps(y[i], static_cast<float>(std::erf(double(xs[i])))), 2) << "erf(" << xs[i] << ")";
+  }
 }
 
 }  // namespace
