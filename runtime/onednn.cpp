@@ -232,6 +232,9 @@ struct LayoutOperand {
   int scratch = -1;
   int startsFromScratch = -1;
   size_t sliceBytes = 0;   // bytes of one batch slice of the kernel buffers (OnednnCall::State::slices)
+  // Constant data laid out as `plain` to pack in place of the buffer's (16-bit weights widened to
+  // f32 when the call was made), or null.
+  const void* constant = nullptr;
 };
 
 struct OnednnCall::State {
@@ -374,6 +377,12 @@ struct OnednnCall::State {
     for (const LayoutOperand& o : operands) {
       const dnnl_memory_desc_t* chosen = dnnl_primitive_desc_query_md(pd.pd, o.query, o.queryIndex);
       if (!chosen) return Error("oneDNN: the primitive reports no layout for an operand");
+      if (o.constant) {  // copied into memory the call keeps, in the chosen layout
+        auto arg = pack(o.dnnlArg, o.plain, o.constant, *chosen);
+        if (!arg) return arg.error();
+        args.push_back(*arg);
+        continue;
+      }
       if (dnnl_memory_desc_equal(chosen, &o.plain)) {
         args.push_back(plainArg(o, o.dnnlArg));
         if (o.startsFrom >= 0) steps.push_back(copyStep(startArg(o, 0), plainArg(o, 0)));
@@ -703,9 +712,9 @@ struct OnednnCall::State {
       slices = call.n / slice;
     }
     // bf16 and f16 in f32 (oneDNN 2.6 has no f16 convolutions, nor bf16 ones without AVX-512):
-    // the f32 convolution on copies widened into scratch each run (constant weights too: they are
-    // small beside the activations), its output rounded back once, after the epilogue, as a native
-    // kernel rounds. The products are exact in f32; the sums are f32's.
+    // the f32 convolution on copies widened into scratch each run (constant weights and bias once,
+    // when the call is made), its output rounded back once, after the epilogue, as a native kernel
+    // rounds. The products are exact in f32; the sums are f32's.
     std::vector<Step> rounding;  // run after the call and its output reorder
     const int64_t xElements = call.n * call.c * call.h * call.w, yElements = call.n * call.o * call.outH * call.outW;
     const int64_t wElements = call.o * (call.c / call.groups) * call.kh * call.kw;
@@ -718,13 +727,25 @@ struct OnednnCall::State {
       (output ? rounding : steps).push_back(conversionStep(call.dtype, plain, wide, static_cast<size_t>(elements), output));
       return k;
     };
+    // Constant 16-bit weights widened once, now, into f32 the call packs (addWithLayouts), not
+    // converted on every run; null where there are none (or no memory for the copy: then they are).
+    std::vector<ScratchBuffer> widenedWeights;  // until the call is made
+    auto widenedOnce = [&](int index, int64_t elements) -> const void* {
+      const void* data = narrow ? constantData(index) : nullptr;
+      ScratchBuffer copy = data ? allocateScratch(static_cast<size_t>(elements) * 4) : nullptr;
+      if (!copy) return nullptr;
+      (call.dtype == DType::BF16 ? widenBFloat16 : widenHalf)(data, copy.get(), static_cast<size_t>(elements));
+      widenedWeights.push_back(std::move(copy));
+      return widenedWeights.back().get();
+    };
     auto operand = [&](int dnnlArg, dnnl_query_t query, const dnnl_memory_desc_t& plain, int buffer, int64_t elements,
                        bool output, int residual = -1) {
       LayoutOperand o{dnnlArg, query, plain, buffer, output};
       o.startsFrom = residual;
       // The activations advance by a slice of the batch per slice; the weights are whole in each.
       if (&plain != &w) o.sliceBytes = dnnl_memory_desc_get_size(&plain);
-      o.scratch = inF32(buffer, elements, output);
+      if (!output && buffer == call.weights) o.constant = widenedOnce(buffer, elements);
+      o.scratch = o.constant ? -1 : inF32(buffer, elements, output);
       o.startsFromScratch = inF32(residual, elements, false);
       return o;
     };
@@ -732,7 +753,12 @@ struct OnednnCall::State {
     switch (call.direction) {
       case D::Forward: {
         std::vector<Arg> extra;
-        if (hasBias) {
+        if (hasBias && widenedOnce(call.bias, call.o)) {  // kept with the packed weights
+          packed.push_back(std::move(widenedWeights.back()));
+          widenedWeights.pop_back();
+          packedBytes += static_cast<size_t>(call.o) * 4;
+          extra.push_back(Arg{DNNL_ARG_BIAS, bias, -1, -1, static_cast<int>(packed.size() - 1)});
+        } else if (hasBias) {
           int b = inF32(call.bias, call.o, false);
           extra.push_back(b >= 0 ? Arg{DNNL_ARG_BIAS, bias, -1, b} : Arg{DNNL_ARG_BIAS, bias, call.bias});
         }

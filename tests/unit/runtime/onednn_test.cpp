@@ -440,6 +440,36 @@ TEST(Onednn, ConstantWeightsArePackedOnce) {
   }
 }
 
+// A 16-bit convolution oneDNN computes in f32 (every f16 one; bf16 ones where it has no bf16
+// kernel) widens its constant weights and bias once, when the call is made, and packs the weights
+// from that copy: a run converts x and rounds y, and nothing else; equal to the interpreter.
+TEST(Onednn, Constant16BitConvWeightsAreWidenedOnce) {
+#if !KILN_HAVE_ONEDNN
+  GTEST_SKIP() << "kiln was built without oneDNN (libdnnl-dev)";
+#endif
+  for (const char* type : {"f16", "bf16"}) {
+    std::string text = fmt::format(R"(func @main(%x: {0}[2,16,9,9]) -> {0}[2,24,9,9] {{
+  %w = constant {1} : {0}[24,16,3,3]
+  %b = constant {2} : {0}[24,1,1]
+  %c = conv2d %x, %w {{pads = [1, 1, 1, 1]}}
+  %d = add %c, %b
+  %y = relu %d
+  return %y
+}})", type, literal({24, 16, 3, 3}), literal({24, 1, 1}));
+    checkLibraryCalls(text, [&](const OnednnCall& call) {
+      std::vector<std::string> steps = call.primitives();
+      bool throughF32 = std::find(steps.begin(), steps.end(), fmt::format("convert:{} to f32", type)) != steps.end();
+      if (!throughF32) {
+        std::cout << type << ": oneDNN computes this convolution natively (no conversions)\n";
+        return;
+      }
+      EXPECT_EQ(std::count(steps.begin(), steps.end(), fmt::format("convert:{} to f32", type)), 1) << "only x is widened per run";
+      EXPECT_EQ(std::count(steps.begin(), steps.end(), fmt::format("convert:f32 to {}", type)), 1) << "y is rounded once";
+      EXPECT_GE(call.packedBytes(), size_t{24 * 16 * 9 * 4 + 24 * 4}) << "the weights and bias in f32";
+    }, 2);
+  }
+}
+
 // Where oneDNN has no bf16 matmul (2.6 without AVX-512), a bf16 one runs as the f32 matmul between
 // conversions: A and the bias widened each run, constant weights widened once (packed), C
 // rounded back; a second run reuses the kept f32 scratch. Results are the interpreter's either way.
