@@ -16,7 +16,11 @@
 #include <functional>
 #include <iomanip>
 #include <limits>
+#include <string>
 #include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "codegen/cpu_compiler.h"
 #include "codegen/cpu_target.h"
@@ -200,6 +204,41 @@ TEST(VectorMath, KilnsOwnFormulasAreInline) {
   }
 }
 
+// The assembly of `%y = <op> %x` over f32[4096] (compileForCpu's module), after the late inlining.
+std::string unaryAssembly(const char* op) {
+  auto m = parseModule(fmt::format("func @main(%x: f32[4096]) -> f32[4096] {{\n  %y = {} %x\n  return %y\n}}\n", op), "v.kiln");
+  EXPECT_TRUE(m.ok());
+  if (!m.ok()) return "";
+  auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
+  EXPECT_TRUE(compiled.ok()) << compiled.error().str();
+  if (!compiled.ok()) return "";
+  auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
+  EXPECT_TRUE(text.ok()) << text.error().str();
+  return text.ok() ? *text : "";
+}
+
+// `%y = <op> %x` over f32[4093] (a vector loop and its scalar remainder) at x = first + step * (i
+// % period), through the runtime's path (kernel units, the compile cache off): y's values.
+std::vector<float> unaryOverRemainder(const char* op, float first, float step, int period, std::vector<float>& xs) {
+  constexpr int kCount = 4093;
+  auto m = parseModule(fmt::format("func @main(%x: f32[{0}]) -> f32[{0}] {{\n  %y = {1} %x\n  return %y\n}}\n", kCount, op), "v.kiln");
+  EXPECT_TRUE(m.ok());
+  if (!m.ok()) return {};
+  setenv("KILN_CACHE_DIR", "off", 1);
+  auto exe = Executable::compile(*(*m)->entry(), {});
+  unsetenv("KILN_CACHE_DIR");
+  EXPECT_TRUE(exe.ok()) << exe.error().str();
+  if (!exe.ok()) return {};
+  Tensor x(TensorType{DType::F32, {kCount}});
+  xs.resize(kCount);
+  for (int i = 0; i < kCount; ++i) xs[i] = static_cast<float*>(x.data())[i] = first + step * static_cast<float>(i % period);
+  auto got = (*exe)->run({x});
+  EXPECT_TRUE(got.ok()) << got.error().str();
+  if (!got.ok()) return {};
+  const auto* y = static_cast<const float*>((*got)[0].data());
+  return std::vector<float>(y, y + kCount);
+}
+
 // With AVX-512 (F and VL), f32 exp's vectorised loop scales by 2^n with vscalefps: the call to
 // kiln_expf the emitter writes is widened through its vector variants and inlined after the
 // vectoriser (codegen/late_inline.h), through the runtime's per-kernel units too, and computes
@@ -209,30 +248,16 @@ TEST(VectorMath, F32ExpScalesWithVscalefWhereTheHostHasIt) {
   const llvm::StringMap<bool>& features = codegen::hostCpuFeatures();  // under KILN_CPU_ISA
   if (!features.lookup("avx512f") || !features.lookup("avx512vl"))
     GTEST_SKIP() << "this host has no AVX-512F/VL: f32 exp scales in two integer steps instead";
-  auto m = parseModule("func @main(%x: f32[4096]) -> f32[4096] {\n  %y = exp %x\n  return %y\n}\n", "v.kiln");
-  ASSERT_TRUE(m.ok());
-  auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
-  ASSERT_TRUE(compiled.ok()) << compiled.error().str();
-  auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
-  ASSERT_TRUE(text.ok()) << text.error().str();
-  EXPECT_NE(text->find("vscalefps"), std::string::npos);
-  EXPECT_EQ(text->find("call"), std::string::npos) << "a call survived the late inlining";
-  EXPECT_EQ(text->find("kiln_expf"), std::string::npos) << "the functions were not removed";
-  // The runtime's path (kernel units, the compile cache off): every element, across the vector
-  // loop and its scalar remainder (4093 elements), equal to the interpreter's within 1 ulp.
-  auto odd = parseModule("func @main(%x: f32[4093]) -> f32[4093] {\n  %y = exp %x\n  return %y\n}\n", "v.kiln");
-  ASSERT_TRUE(odd.ok());
-  setenv("KILN_CACHE_DIR", "off", 1);
-  auto exe = Executable::compile(*(*odd)->entry(), {});
-  unsetenv("KILN_CACHE_DIR");
-  ASSERT_TRUE(exe.ok()) << exe.error().str();
-  Tensor x(TensorType{DType::F32, {4093}});
-  auto* xs = static_cast<float*>(x.data());
-  for (int i = 0; i < 4093; ++i) xs[i] = -110.0f + 0.05f * static_cast<float>(i);  // subnormal results to overflow
-  auto got = (*exe)->run({x});
-  ASSERT_TRUE(got.ok()) << got.error().str();
-  const auto* y = static_cast<const float*>((*got)[0].data());
-  for (int i = 0; i < 4093; ++i) EXPECT_LE(ulps(y[i], static_cast<float>(std::exp(double(xs[i])))), 1) << "exp(" << xs[i] << ")";
+  std::string text = unaryAssembly("exp");
+  EXPECT_NE(text.find("vscalefps"), std::string::npos);
+  EXPECT_EQ(text.find("call"), std::string::npos) << "a call survived the late inlining";
+  EXPECT_EQ(text.find("kiln_expf"), std::string::npos) << "the functions were not removed";
+  // Every element, across the vector loop and its scalar remainder, equal to the interpreter's
+  // within 1 ulp, from subnormal results to overflow.
+  std::vector<float> xs;
+  std::vector<float> y = unaryOverRemainder("exp", -110.0f, 0.05f, 1 << 30, xs);
+  ASSERT_EQ(y.size(), xs.size());
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_LE(ulps(y[i], static_cast<float>(std::exp(double(xs[i])))), 1) << "exp(" << xs[i] << ")";
 }
 
 // f32 erf looks its eight polynomials up per lane with vpermps (codegen/cpu_target.cpp,
@@ -242,29 +267,15 @@ TEST(VectorMath, F32ErfLooksItsPolynomialsUpByPermute) {
   const llvm::StringMap<bool>& features = codegen::hostCpuFeatures();  // under KILN_CPU_ISA
   if (!features.lookup("fma")) GTEST_SKIP() << "no FMA on this host (or under KILN_CPU_ISA): erf is libm's";
   if (!features.lookup("avx2")) GTEST_SKIP() << "no AVX2 on this host: the lookups are selects, not vpermps";
-  auto m = parseModule("func @main(%x: f32[4096]) -> f32[4096] {\n  %y = erf %x\n  return %y\n}\n", "v.kiln");
-  ASSERT_TRUE(m.ok());
-  auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
-  ASSERT_TRUE(compiled.ok()) << compiled.error().str();
-  auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
-  ASSERT_TRUE(text.ok()) << text.error().str();
-  EXPECT_NE(text->find("vpermps"), std::string::npos);
-  EXPECT_EQ(text->find("call"), std::string::npos) << "a call survived the late inlining";
-  EXPECT_EQ(text->find("kiln_erff"), std::string::npos) << "the functions were not removed";
-  // 4093 elements: the last ones fall to the scalar remainder, and each repeats an earlier value.
-  auto odd = parseModule("func @main(%x: f32[4093]) -> f32[4093] {\n  %y = erf %x\n  return %y\n}\n", "v.kiln");
-  ASSERT_TRUE(odd.ok());
-  setenv("KILN_CACHE_DIR", "off", 1);
-  auto exe = Executable::compile(*(*odd)->entry(), {});
-  unsetenv("KILN_CACHE_DIR");
-  ASSERT_TRUE(exe.ok()) << exe.error().str();
-  Tensor x(TensorType{DType::F32, {4093}});
-  auto* xs = static_cast<float*>(x.data());
-  for (int i = 0; i < 4093; ++i) xs[i] = -4.2f + 0.0084f * static_cast<float>(i % 1000);  // every interval, both signs
-  auto got = (*exe)->run({x});
-  ASSERT_TRUE(got.ok()) << got.error().str();
-  const auto* y = static_cast<const float*>((*got)[0].data());
-  for (int i = 0; i < 4093; ++i) {
+  std::string text = unaryAssembly("erf");
+  EXPECT_NE(text.find("vpermps"), std::string::npos);
+  EXPECT_EQ(text.find("call"), std::string::npos) << "a call survived the late inlining";
+  EXPECT_EQ(text.find("kiln_erff"), std::string::npos) << "the functions were not removed";
+  // Every interval of both signs; the remainder's values repeat the loop's.
+  std::vector<float> xs;
+  std::vector<float> y = unaryOverRemainder("erf", -4.2f, 0.0084f, 1000, xs);
+  ASSERT_EQ(y.size(), xs.size());
+  for (size_t i = 0; i < y.size(); ++i) {
     EXPECT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(y[i % 1000])) << "erf(" << xs[i] << ") at " << i;
     EXPECT_LE(ulps(y[i], static_cast<float>(std::erf(double(xs[i])))), 2) << "erf(" << xs[i] << ")";
   }
