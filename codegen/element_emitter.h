@@ -23,6 +23,7 @@
 
 #include "codegen/column_reduction.h"
 #include "codegen/conv_rows.h"
+#include "codegen/scatter_rows.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/matmul_tile.h"
 #include "codegen/row_prefetch.h"
@@ -77,6 +78,10 @@ class ElementEmitter {
   // output columns of one output row, summed over the window in vector registers, then the
   // group's epilogue on each and the stores (emit_conv_rows.cpp).
   void emitCpuConvItem(const ConvRows& tile, llvm::Value* item);
+  // Generated gather_backward on the CPU (scatter_rows.h): item `item`'s block of output rows by
+  // columns, dy's slices added into sums on the stack in index order, then the group's epilogue
+  // on each and the stores (emit_scatter_rows.cpp).
+  void emitCpuScatterItem(const ScatterRows& tile, llvm::Value* item);
   // The epilogue of a block of contraction sums on the stack (`sums`, of `accType`, row r at
   // r * stride): for r < rows and q < count, the group's outputs at indexOf(r, q), `hero`'s value
   // there being the sum (contractionResult), then the stores (the CPU's matmul and conv blocks).
@@ -389,6 +394,10 @@ ActivationLayout activationLayout(const Op& op);
 // Whether `op` is a max_pool2d_backward whose windows neither overlap nor reach into padding (a
 // 2x2 pool of stride 2): each input position lies in at most one window (emit_backward.cpp).
 bool isDisjointMaxPoolBackward(const Op& op);
+// gather_backward's index `raw` (an i64 value read from its indices) as a row of its axis of `n`
+// rows, negative indices wrapped; an index outside [-n, n) raises the op's range error
+// (emit_backward.cpp; the per-element form and the CPU's scatter blocks).
+llvm::Value* gatherBackwardRow(ElementEmitter& e, const Op& op, llvm::Value* raw, int64_t n);
 
 // How a reduce_* op accumulates (emit_reduction.cpp), shared by reductions computed per output
 // element and row kernels: floats in double, ints in wrapping i64.

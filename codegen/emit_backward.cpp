@@ -212,14 +212,9 @@ llvm::Value* gatherBackward(ElementEmitter& e, const Op& op, const Index& index)
   const Value* indices = op.operand(1);
   const Shape& xs = op.result()->type().shape;
   int axis = *normalizeAxis(op.intAttr("axis"), static_cast<int>(xs.size()));
-  int64_t n = xs[axis];
   const Shape& is = indices->type().shape;
-  int error = e.addError(op, "index out of range [" + std::to_string(-n) + ", " + std::to_string(n) + ") for axis " +
-                                 std::to_string(axis));
   llvm::Value* acc = e.loopNest(is, {e.f64(0.0)}, [&](const Index& j, const Values& sum) {
-    llvm::Value* raw = e.toI64(e.emit(indices, j), indices->type().dtype);
-    e.raiseIf(b.CreateOr(b.CreateICmpSLT(raw, e.i64(-n)), b.CreateICmpSGE(raw, e.i64(n))), error);
-    llvm::Value* row = b.CreateSelect(b.CreateICmpSLT(raw, e.i64(0)), b.CreateAdd(raw, e.i64(n)), raw);
+    llvm::Value* row = gatherBackwardRow(e, op, e.toI64(e.emit(indices, j), indices->type().dtype), xs[axis]);
     return e.ifThen(b.CreateICmpEQ(row, index[axis]), [&] {
       Index at(index.begin(), index.begin() + axis);
       at.insert(at.end(), j.begin(), j.end());
@@ -231,6 +226,15 @@ llvm::Value* gatherBackward(ElementEmitter& e, const Op& op, const Index& index)
 }
 
 }  // namespace
+
+llvm::Value* gatherBackwardRow(ElementEmitter& e, const Op& op, llvm::Value* raw, int64_t n) {
+  auto& b = e.b;
+  int axis = *normalizeAxis(op.intAttr("axis"), op.result()->type().rank());
+  int error = e.addError(op, "index out of range [" + std::to_string(-n) + ", " + std::to_string(n) + ") for axis " +
+                                 std::to_string(axis));
+  e.raiseIf(b.CreateOr(b.CreateICmpSLT(raw, e.i64(-n)), b.CreateICmpSGE(raw, e.i64(n))), error);
+  return b.CreateSelect(b.CreateICmpSLT(raw, e.i64(0)), b.CreateAdd(raw, e.i64(n)), raw);
+}
 
 bool isDisjointMaxPoolBackward(const Op& op) {
   if (op.kind() != OpKind::MaxPool2dBackward) return false;

@@ -10,6 +10,7 @@
 #include "codegen/library_call.h"
 #include "codegen/nvptx_target.h"
 #include "codegen/optimize.h"
+#include "codegen/scatter_rows.h"
 #include "codegen/matmul_tile.h"
 #include "codegen/transpose_tile.h"
 #include "ir/op_cost.h"
@@ -51,6 +52,9 @@ std::string cpuStrategy(const KernelGroup& group) {
            std::to_string(kCpuMatmulPackedK) + " rows at a time";
   if (auto conv = cpuConvRows(group, CpuTarget().floatSumLanes()))
     return "conv blocks of " + std::to_string(conv->rows) + " channels x " + std::to_string(conv->columns()) + " columns";
+  if (auto scatter = cpuScatterRows(group))
+    return "scatter blocks of " + std::to_string(scatter->rows) + " rows x " + std::to_string(scatter->columns) +
+           " columns, the indices walked once per block";
   if (registerTransposeTile(group))
     return std::to_string(kTile) + "x" + std::to_string(kTile) + " tiles, " + std::to_string(kRegisterBlock) + "x" +
            std::to_string(kRegisterBlock) + " blocks transposed in registers";

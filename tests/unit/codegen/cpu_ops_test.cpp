@@ -9,6 +9,7 @@
 #include "codegen/kernel_plan.h"
 #include "codegen/row_block.h"
 #include "codegen/row_prefetch.h"
+#include "codegen/scatter_rows.h"
 #include "codegen/transpose_tile.h"
 #include "passes/pass_manager.h"
 #include "tests/unit/codegen/cpu_test_util.h"
@@ -446,6 +447,62 @@ TEST(CpuOps, GeneratedConvBlocks) {
   ASSERT_TRUE(grouped);
   EXPECT_EQ(grouped->rows, 3);
   EXPECT_FALSE(layout("[1,8,40,16]", "[16,16,3,3]", "pads = [1, 1, 1, 1], layout = \"nhwc\"").has_value());
+}
+
+std::optional<codegen::ScatterRows> scatterRowsOf(const std::string& text) {
+  PlannedText p = planText(text);
+  if (!p.plan) return std::nullopt;
+  for (const codegen::KernelGroup* group : p.plan->allGroups())
+    for (const Op* op : group->ops)
+      if (op->kind() == OpKind::GatherBackward) return codegen::cpuScatterRows(*group);
+  ADD_FAILURE() << "no gather_backward kernel in\n" << text;
+  return std::nullopt;
+}
+
+// gather_backward (an embedding's gradient) goes in blocks of output rows by columns
+// (codegen/scatter_rows.h): each block walks the indices once, adding each index's slice of dy
+// into its rows' double sums in index order, the interpreter's terms in its order: the same bits.
+// Repeated indices (8 into 3 rows) with NaN and infinities, an inner axis, 2-D indices (36: two
+// vector compares of 16 and 4 one at a time), every float type; 64 f64 slices into 3 rows (their sums round); several blocks of rows (9000 rows of 3) and of columns (rows of 4100: blocks of 4 x
+// 4096, cut at both edges); negative indices and an epilogue; an index out of range fails with
+// the interpreter's message.
+TEST(CpuOps, GeneratedGatherBackwardBlocks) {
+  for (const char* t : kFloatTypes) {
+    std::string T = t;
+    check("%dy: " + T + "[8,5], %i: i32[8]", "gather_backward %dy, %i {input_shape = [3, 5]}", {{}, 1, true, 3});
+    check("%dy: " + T + "[2,6,4], %i: i64[6]", "gather_backward %dy, %i {axis = 1, input_shape = [2, 3, 4]}", {{}, 1, false, 3});
+    check("%dy: " + T + "[2,3,4], %i: i32[2,3]", "gather_backward %dy, %i {input_shape = [5, 4]}", {{}, 1, false, 5});
+    check("%dy: " + T + "[4,9,3], %i: i64[4,9]", "gather_backward %dy, %i {input_shape = [6, 3]}", {{}, 2, true, 6});
+  }
+  // f64 terms round as they are added: ~21 of them per row, in the interpreter's order.
+  check("%dy: f64[64,5], %i: i32[64]", "gather_backward %dy, %i {input_shape = [3, 5]}", {{}, 1, false, 3});
+  check("%dy: f32[300,4100], %i: i32[300]", "gather_backward %dy, %i {input_shape = [7, 4100]}", {{}, 1, false, 7});
+  check("%dy: f64[200,3], %i: i64[200]", "gather_backward %dy, %i {input_shape = [9000, 3]}", {{}, 1, false, 9000});
+  auto m = parseOrFail(
+      "func @main(%dy: f32[4,6]) -> f32[3,6] {\n  %i = constant [-1, 2, -3, 2] : i32[4]\n"
+      "  %g = gather_backward %dy, %i {input_shape = [3, 6]}\n  %h = mul %g, %g\n  %y = relu %h\n  return %y\n}\n");
+  ASSERT_TRUE(m);
+  expectSameAsInterpreter(*m->entry());
+  auto bad = parseOrFail(
+      "func @main(%dy: f32[2,6]) -> f32[3,6] {\n  %i = constant [1, 3] : i32[2]\n"
+      "  %y = gather_backward %dy, %i {input_shape = [3, 6]}\n  return %y\n}\n");
+  ASSERT_TRUE(bad);
+  expectSameAsInterpreter(*bad->entry());
+  // The blocks: as many rows as fill 16384 double sums, rows of at most 4096 columns.
+  auto layout = [](const std::string& dy, const std::string& shape) {
+    return scatterRowsOf("func @main(%dy: f32" + dy + ", %i: i32[" + dy.substr(1, dy.find(',') - 1) + "]) -> f32" + shape +
+                         " {\n  %y = gather_backward %dy, %i {input_shape = " + shape + "}\n  return %y\n}\n");
+  };
+  auto embedding = layout("[16384,256]", "[32000, 256]");
+  ASSERT_TRUE(embedding);
+  EXPECT_EQ(embedding->rows, 64);
+  EXPECT_EQ(embedding->columns, 256);
+  EXPECT_EQ(embedding->items(), 500);
+  auto wide = layout("[10,5000]", "[20, 5000]");
+  ASSERT_TRUE(wide);
+  EXPECT_EQ(wide->rows, 4);
+  EXPECT_EQ(wide->columns, 4096);
+  EXPECT_EQ(wide->items(), 10);
 }
 
 // A loop kernel computed through one transpose that moves the innermost axis goes a 32x32 tile
