@@ -160,6 +160,45 @@ llvm::Value* maxPoolBackwardDisjoint(ElementEmitter& e, const Op& op, const Inde
   return b.CreateSelect(chosen, b.CreateFAdd(zero, g), zero);  // 0 + dy, as the sum gives: -0 becomes +0
 }
 
+// The kernel offset (ky * kw + kx, i64) of max-pool window (oy,ox)'s first maximal real element.
+// A window inside x (most of them) is scanned straight through in x's compute type, where
+// comparisons are exact; one reaching into the padding skips its padded positions, in double.
+// (A 3x3 stride-2 pool gradient over f32[32,64,56,56], every window scanned the second way:
+// 130 ms, jax.jit 90.)
+llvm::Value* maxPoolWindowArgmax(ElementEmitter& e, const Op& op, const Index& index, const ActivationLayout& layout,
+                                 llvm::Value* oy, llvm::Value* ox) {
+  auto& b = e.b;
+  const Value* x = op.operand(0);
+  auto [kernel, strides, pads, dil] = poolWindow(op);
+  Shape xs = layout.channelsFirst(x->type().shape);
+  auto at = [&](const Index& j) { return b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]); };
+  auto inside = [&](llvm::Value* o, int64_t axis) {  // the window's first and last positions inside x
+    llvm::Value* first = e.windowPosition(o, strides[axis], pads[axis], e.i64(0), dil[axis]);
+    return b.CreateAnd(b.CreateICmpSGE(first, e.i64(0)),
+                       b.CreateICmpSLT(b.CreateAdd(first, e.i64((kernel[axis] - 1) * dil[axis])), e.i64(xs[axis + 2])));
+  };
+  return e.ifElse(b.CreateAnd(inside(oy, 0), inside(ox, 1)), [&] {
+    llvm::Type* type = e.computeType(x->type().dtype);
+    Values init{llvm::ConstantFP::get(type, -INFINITY), e.i64(0)};
+    return e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
+      llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]);
+      llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], dil[1]);
+      llvm::Value* v = e.emit(x, layout.stored({index[0], index[1], iy, ix}));
+      return firstMaximumStep(e, b.CreateICmpEQ(at(j), e.i64(0)), c[0], c[1], v, at(j));
+    })[1];
+  }, [&] {
+    Values init{e.f64(-INFINITY), e.i64(-1)};
+    return e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
+      llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]);
+      llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], dil[1]);
+      return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
+        llvm::Value* v = e.toDouble(e.emit(x, layout.stored({index[0], index[1], iy, ix})));
+        return firstMaximumStep(e, b.CreateICmpSLT(c[1], e.i64(0)), c[0], c[1], v, at(j));
+      }, c);
+    })[1];
+  });
+}
+
 // dx[n,c,h,w] = sum over the windows covering (h,w) of their dy, where (h,w) is the window's
 // first maximal real element (max) or one of its `count` real elements (avg: dy / count).
 // Channels-last: the same at channels-first indices (ActivationLayout).
@@ -167,7 +206,6 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& outInd
   auto& b = e.b;
   bool isMax = op.kind() == OpKind::MaxPool2dBackward;
   const Value* dy = op.operand(isMax ? 1 : 0);
-  const Value* x = isMax ? op.operand(0) : nullptr;
   ActivationLayout layout = activationLayout(op);
   Index index = layout.channelsFirst(outIndex);
   Shape xs = layout.channelsFirst(op.result()->type().shape);
@@ -181,24 +219,23 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& outInd
     auto [oy, ky, yValid] = rows.candidate(e, index[2], c[0]);
     auto [ox, kx, xValid] = cols.candidate(e, index[3], c[1]);
     return e.ifThen(b.CreateAnd(yValid, xValid), [&] {
-      // Scan the window (oy,ox): its real elements' count, and for max its first maximal one.
+      if (isMax) {
+        llvm::Value* g = e.toDouble(e.emit(dy, layout.stored({index[0], index[1], oy, ox})));
+        llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(kernel[1])), kx);
+        llvm::Value* chosen = maxPoolWindowArgmax(e, op, index, layout, oy, ox);
+        return Values{b.CreateSelect(b.CreateICmpEQ(chosen, mine), b.CreateFAdd(sum[0], g), sum[0])};
+      }
+      // Scan the window (oy,ox): its real elements' count.
       Values init{e.f64(-INFINITY), e.i64(-1), e.i64(0)};
       Values scan = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
         llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]);
         llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], dil[1]);
         return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
-          llvm::Value* count = b.CreateAdd(c[2], e.i64(1));
-          if (!isMax) return Values{c[0], c[1], count};
-          llvm::Value* v = e.toDouble(e.emit(x, layout.stored({index[0], index[1], iy, ix})));
-          llvm::Value* at = b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]);
-          Values best = firstMaximumStep(e, b.CreateICmpSLT(c[1], e.i64(0)), c[0], c[1], v, at);
-          return Values{best[0], best[1], count};
+          return Values{c[0], c[1], b.CreateAdd(c[2], e.i64(1))};
         }, c);
       });
       llvm::Value* g = e.toDouble(e.emit(dy, layout.stored({index[0], index[1], oy, ox})));
-      if (!isMax) return Values{b.CreateFAdd(sum[0], b.CreateFDiv(g, b.CreateSIToFP(scan[2], b.getDoubleTy())))};
-      llvm::Value* mine = b.CreateAdd(b.CreateMul(ky, e.i64(kernel[1])), kx);
-      return Values{b.CreateSelect(b.CreateICmpEQ(scan[1], mine), b.CreateFAdd(sum[0], g), sum[0])};
+      return Values{b.CreateFAdd(sum[0], b.CreateFDiv(g, b.CreateSIToFP(scan[2], b.getDoubleTy())))};
     }, sum);
   })[0];
   return e.fromDouble(acc, op.result()->type().dtype);

@@ -851,6 +851,9 @@ TEST(CpuOps, PoolGradients) {
       {"[2,3,8,8], %dy: T[2,3,4,4]", "kernel = [2, 2], strides = [2, 2]"},
       {"[1,2,8,7], %dy: T[1,2,3,3]", "kernel = [2, 2], strides = [3, 3], pads = [1, 0, 0, 1]"},
       {"[1,2,9,9], %dy: T[1,2,5,5]", "kernel = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"},
+      // Overlapping windows inside x (scanned straight through) and reaching into the padding.
+      {"[1,2,10,10], %dy: T[1,2,10,10]", "kernel = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1]"},
+      {"[1,2,11,11], %dy: T[1,2,5,5]", "kernel = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [2, 2]"},
       {"[1,2,8,9], %dy: T[1,2,4,4]", "kernel = [2, 3], strides = [2, 2]"},
       // Disjoint, unpadded windows (max reads them unconditionally), with rows and columns no
       // window covers: past the last window (odd sizes) and in the gaps of stride 3.
