@@ -225,17 +225,15 @@ llvm::Value* pool2dBackward(ElementEmitter& e, const Op& op, const Index& outInd
         llvm::Value* chosen = maxPoolWindowArgmax(e, op, index, layout, oy, ox);
         return Values{b.CreateSelect(b.CreateICmpEQ(chosen, mine), b.CreateFAdd(sum[0], g), sum[0])};
       }
-      // Scan the window (oy,ox): its real elements' count.
-      Values init{e.f64(-INFINITY), e.i64(-1), e.i64(0)};
-      Values scan = e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
+      // Avg: the window's real elements, counted.
+      llvm::Value* count = e.loopNest({kernel[0], kernel[1]}, {e.i64(0)}, [&](const Index& j, const Values& c) {
         llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]);
         llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], dil[1]);
-        return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
-          return Values{c[0], c[1], b.CreateAdd(c[2], e.i64(1))};
-        }, c);
-      });
+        llvm::Value* real = b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3]));
+        return Values{b.CreateAdd(c[0], b.CreateZExt(real, b.getInt64Ty()))};
+      })[0];
       llvm::Value* g = e.toDouble(e.emit(dy, layout.stored({index[0], index[1], oy, ox})));
-      return Values{b.CreateFAdd(sum[0], b.CreateFDiv(g, b.CreateSIToFP(scan[2], b.getDoubleTy())))};
+      return Values{b.CreateFAdd(sum[0], b.CreateFDiv(g, b.CreateSIToFP(count, b.getDoubleTy())))};
     }, sum);
   })[0];
   return e.fromDouble(acc, op.result()->type().dtype);
