@@ -14,19 +14,11 @@ Shape ConvRows::grid() const {
 }
 
 std::optional<ConvRows> cpuConvRows(const KernelGroup& group, int floatLanes) {
-  if (group.kind != KernelKind::Loop || group.segments.size() != 1) return std::nullopt;
+  const Op* conv = heroWithElementwiseEpilogue(group, OpKind::Conv2d, 2);
+  if (!conv || isChannelsLast(*conv)) return std::nullopt;
   ConvRows layout;
+  layout.conv = conv;
   layout.shape = group.segments[0].shape;
-  for (const Value* out : group.outputs)
-    if (out->type().shape != layout.shape) return std::nullopt;
-  for (const Op* op : group.ops) {
-    if (op->kind() == OpKind::Conv2d && !layout.conv) layout.conv = op;
-    else if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != layout.shape) return std::nullopt;
-  }
-  const Op* conv = layout.conv;
-  if (!conv || conv->result()->type().shape != layout.shape || isChannelsLast(*conv)) return std::nullopt;
-  auto isInput = [&](const Value* v) { return std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end(); };
-  if (!isInput(conv->operand(0)) || !isInput(conv->operand(1))) return std::nullopt;
   // A block's channels share x, so they lie in one group: as many as divide the group's outputs
   // (with one group, the last block's missing channels are computed from the last one and dropped).
   const int64_t channels = layout.shape[1], groups = conv->intAttr("groups"), perGroup = channels / groups;

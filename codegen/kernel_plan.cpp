@@ -173,6 +173,22 @@ std::vector<const Value*> BlockPlan::allConstants() const {
 
 std::unique_ptr<BlockPlan> planFunction(const Function& function) { return Planner().planBlock(function.body()); }
 
+const Op* heroWithElementwiseEpilogue(const KernelGroup& group, OpKind kind, size_t inputs) {
+  if (group.kind != KernelKind::Loop || group.segments.size() != 1) return nullptr;
+  const Shape& shape = group.segments[0].shape;
+  for (const Value* out : group.outputs)
+    if (out->type().shape != shape) return nullptr;
+  const Op* hero = nullptr;
+  for (const Op* op : group.ops) {
+    if (op->kind() == kind && !hero) hero = op;
+    else if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != shape) return nullptr;
+  }
+  if (!hero || hero->result()->type().shape != shape) return nullptr;
+  for (size_t i = 0; i < inputs; ++i)
+    if (std::find(group.inputs.begin(), group.inputs.end(), hero->operand(i)) == group.inputs.end()) return nullptr;
+  return hero;
+}
+
 uint64_t bufferAlignment(const Value* v) {
   uint64_t align = 16;
   while (v->isBlockArgument()) {

@@ -86,6 +86,12 @@ struct BlockPlan {
 // a terminator nor constant data. Kernel names are unique across the whole function (nested regions included).
 std::unique_ptr<BlockPlan> planFunction(const Function& function);
 
+// The one op of `kind` in `group` where the group is a loop kernel of one segment, its outputs
+// and that op's result all of the segment's shape, its other ops elementwise on that shape (the
+// op's epilogue), and the op's first `inputs` operands inputs of the group; else null. The CPU's
+// generated convolutions and gather_backward (conv_rows.h, scatter_rows.h) take such kernels.
+const Op* heroWithElementwiseEpilogue(const KernelGroup& group, OpKind kind, size_t inputs);
+
 // The alignment in bytes (a power of two, at most 16) every address of `v`'s buffer has at run
 // time. Buffers the runtime allocates are 16-byte aligned; a `map` body's argument is slice i of
 // the map's operand, at i x (the slice's bytes) into it, so it is only as aligned as the slice

@@ -14,19 +14,11 @@ Shape ScatterRows::grid() const {
 }
 
 std::optional<ScatterRows> cpuScatterRows(const KernelGroup& group) {
-  if (group.kind != KernelKind::Loop || group.segments.size() != 1) return std::nullopt;
+  const Op* op = heroWithElementwiseEpilogue(group, OpKind::GatherBackward, 2);
+  if (!op) return std::nullopt;
   ScatterRows layout;
+  layout.op = op;
   layout.shape = group.segments[0].shape;
-  for (const Value* out : group.outputs)
-    if (out->type().shape != layout.shape) return std::nullopt;
-  for (const Op* op : group.ops) {
-    if (op->kind() == OpKind::GatherBackward && !layout.op) layout.op = op;
-    else if (op->info().cls != OpClass::Elementwise || op->result()->type().shape != layout.shape) return std::nullopt;
-  }
-  const Op* op = layout.op;
-  if (!op || op->result()->type().shape != layout.shape) return std::nullopt;
-  auto isInput = [&](const Value* v) { return std::find(group.inputs.begin(), group.inputs.end(), v) != group.inputs.end(); };
-  if (!isInput(op->operand(0)) || !isInput(op->operand(1))) return std::nullopt;
   const Shape& shape = layout.shape;
   layout.axis = *normalizeAxis(op->intAttr("axis"), static_cast<int>(shape.size()));
   const auto axis = static_cast<size_t>(layout.axis);

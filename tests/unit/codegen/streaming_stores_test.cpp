@@ -13,6 +13,7 @@
 #include "codegen/host_caches.h"
 #include "codegen/streaming_stores.h"
 #include "kiln_internal.h"
+#include "tests/unit/codegen/cpu_assembly.h"
 
 namespace kiln {
 namespace {
@@ -28,18 +29,6 @@ std::string program(int64_t n) {
 int64_t streamingElements() {
   int64_t bytes = std::max(codegen::streamingOutputBytes(), codegen::streamingKernelBytes(false) / 3 + 1);
   return (bytes + 63) / 64 * 16;  // rounded up: a last-level cache of a multiple of 12 bytes would otherwise lose the + 1
-}
-
-std::string assemblyOf(const std::string& text) {
-  auto m = parseModule(text, "stream.kiln");
-  EXPECT_TRUE(m.ok()) << m.error().str();
-  if (!m.ok()) return "";
-  auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
-  EXPECT_TRUE(compiled.ok()) << compiled.error().str();
-  if (!compiled.ok()) return "";
-  auto asmText = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
-  EXPECT_TRUE(asmText.ok()) << asmText.error().str();
-  return asmText.ok() ? *asmText : "";
 }
 
 TEST(StreamingStores, ThresholdsComeFromTheHostsCaches) {
@@ -65,10 +54,10 @@ TEST(StreamingStores, ThresholdsComeFromTheHostsCaches) {
 }
 
 TEST(StreamingStores, BigOutputsStreamAndSmallOnesDoNot) {
-  std::string big = assemblyOf(program(streamingElements()));
+  std::string big = cpuAssemblyOf(program(streamingElements()));
   EXPECT_NE(big.find("movntps"), std::string::npos) << "no non-temporal store for an output past the threshold";
   EXPECT_NE(big.find("sfence"), std::string::npos) << "streaming stores not fenced";
-  std::string small = assemblyOf(program(4096));
+  std::string small = cpuAssemblyOf(program(4096));
   EXPECT_EQ(small.find("movnt"), std::string::npos) << "a 16 KB output streamed";
   EXPECT_EQ(small.find("sfence"), std::string::npos);
 }
@@ -87,13 +76,13 @@ TEST(StreamingStores, KernelsThatFitTheLastLevelCacheStoreAsUsual) {
   // x * r + x moving a little more than half the last-level cache streams; a broadcast to the same
   // output, which writes more than it reads, fits the whole of it and stores as usual.
   int64_t elements = (codegen::streamingKernelBytes(false) / 12 / 1024 + 1) * 1024;
-  std::string streamed = assemblyOf(program(elements));
+  std::string streamed = cpuAssemblyOf(program(elements));
   EXPECT_NE(streamed.find("movntps"), std::string::npos) << "a kernel moving more than half the last-level cache did not stream";
-  std::string plain = assemblyOf(broadcast(elements / 1024));
+  std::string plain = cpuAssemblyOf(broadcast(elements / 1024));
   EXPECT_NE(plain.find("vmovups"), std::string::npos) << "no vector store at all";
   EXPECT_EQ(plain.find("movnt"), std::string::npos) << "a broadcast within the last-level cache streamed";
   // Past the whole last-level cache a broadcast streams too.
-  std::string big = assemblyOf(broadcast(codegen::streamingKernelBytes(true) / 4096 + 1));
+  std::string big = cpuAssemblyOf(broadcast(codegen::streamingKernelBytes(true) / 4096 + 1));
   EXPECT_NE(big.find("movntps"), std::string::npos) << "a broadcast bigger than the last-level cache did not stream";
 }
 
@@ -110,9 +99,9 @@ TEST(StreamingStores, RowsEndingMidLineStoreAsUsual) {
   // Outputs past the threshold, of a kernel (reading as much as it writes) moving more than half
   // the last-level cache.
   int64_t elements = std::max(codegen::streamingOutputBytes() / 4, codegen::streamingKernelBytes(false) / 8 + 1);
-  std::string whole = assemblyOf(rowsPlusVector(elements / 64 + 1, 64));
+  std::string whole = cpuAssemblyOf(rowsPlusVector(elements / 64 + 1, 64));
   EXPECT_NE(whole.find("movntps"), std::string::npos) << "rows of whole lines did not stream";
-  std::string midLine = assemblyOf(rowsPlusVector(elements / 56 + 1, 56));
+  std::string midLine = cpuAssemblyOf(rowsPlusVector(elements / 56 + 1, 56));
   EXPECT_NE(midLine.find("vmovups"), std::string::npos) << "no vector store at all";
   EXPECT_EQ(midLine.find("movnt"), std::string::npos) << "rows ending mid-line streamed";
 }

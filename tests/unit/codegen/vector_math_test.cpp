@@ -26,6 +26,7 @@
 #include "codegen/cpu_target.h"
 #include "codegen/vector_math.h"
 #include "kiln_internal.h"
+#include "tests/unit/codegen/cpu_assembly.h"
 
 namespace kiln {
 namespace {
@@ -206,15 +207,7 @@ TEST(VectorMath, KilnsOwnFormulasAreInline) {
 
 // The assembly of `%y = <op> %x` over f32[4096] (compileForCpu's module), after the late inlining.
 std::string unaryAssembly(const char* op) {
-  auto m = parseModule(fmt::format("func @main(%x: f32[4096]) -> f32[4096] {{\n  %y = {} %x\n  return %y\n}}\n", op), "v.kiln");
-  EXPECT_TRUE(m.ok());
-  if (!m.ok()) return "";
-  auto compiled = codegen::compileForCpu(*(*m)->entry(), {});
-  EXPECT_TRUE(compiled.ok()) << compiled.error().str();
-  if (!compiled.ok()) return "";
-  auto text = codegen::emitCpuAssembly(*compiled->module, *compiled->tm);
-  EXPECT_TRUE(text.ok()) << text.error().str();
-  return text.ok() ? *text : "";
+  return cpuAssemblyOf(fmt::format("func @main(%x: f32[4096]) -> f32[4096] {{\n  %y = {} %x\n  return %y\n}}\n", op));
 }
 
 // `%y = <op> %x` over f32[4093] (a vector loop and its scalar remainder) at x = first + step * (i
