@@ -47,10 +47,13 @@ void ElementEmitter::emitCpuScatterItem(const ScatterRows& tile, llvm::Value* it
     auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(type);
     return b.CreateSub(row, vector ? b.CreateVectorSplat(vector->getNumElements(), firstRow) : firstRow);
   };
+  auto indexAt = [&](llvm::Value* j) {
+    return toI64(b.CreateLoad(indexStorage, b.CreateInBoundsGEP(indexStorage, indexBuffer, j)), indexType);
+  };
   // The range check, once per kernel (item 0): the other items pass such an index by.
   ifThen(b.CreateICmpEQ(item, i64(0)), [&] {
     loop(tile.numIndices, {}, [&](llvm::Value* j, const Values&) {
-      gatherBackwardRow(*this, op, toI64(b.CreateLoad(indexStorage, b.CreateInBoundsGEP(indexStorage, indexBuffer, j)), indexType), tile.n);
+      gatherBackwardRow(*this, op, indexAt(j), tile.n);
       return Values{};
     });
     return Values{};
@@ -80,7 +83,7 @@ void ElementEmitter::emitCpuScatterItem(const ScatterRows& tile, llvm::Value* it
   // The rest one at a time.
   loop(tile.numIndices - whole * kScatterScan, {}, [&](llvm::Value* r, const Values&) {
     llvm::Value* j = b.CreateAdd(i64(whole * kScatterScan), r);
-    llvm::Value* local = localRow(toI64(b.CreateLoad(indexStorage, b.CreateInBoundsGEP(indexStorage, indexBuffer, j)), indexType));
+    llvm::Value* local = localRow(indexAt(j));
     return ifThen(b.CreateICmpULT(local, rowCount), [&] {
       addSlice(j, local);
       return Values{};

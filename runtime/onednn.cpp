@@ -600,9 +600,9 @@ struct OnednnCall::State {
   // whole batch) takes its activations in layouts other than kiln's `x` and `y`: the largest
   // divisor of the batch whose reordered activations fit in sliceCacheBytes (the host's L2
   // caches together), at least 1 (all of it where pd takes x and y as they are, or where the call
-  // sums over the batch: backward weights). Each slice's input reorder then leaves the call's operand in the caches,
-  // and the call leaves its output there for the output reorder, where the whole batch's copies
-  // went through memory. 3x3 over f32[32,64,56,56] with bias and relu (oneDNN 2.6, brgconv on a
+  // sums over the batch: backward weights). Each slice's input reorder then leaves the call's
+  // operand in the caches, and the call leaves its output there for the output reorder, where the
+  // whole batch's copies went through memory. 3x3 over f32[32,64,56,56] with bias and relu (oneDNN 2.6, brgconv on a
   // 2-core Sapphire Rapids, 4 MiB of L2), ms, reorders in / call / reorder out: the whole batch
   // 4.2-4.8 / 17-22 / 4.9-7.2, slices of 2 images 1.9-2.3 / 18-22 / 2.6-2.9, of 1 or 4 alike.
   int64_t convBatchSlice(const codegen::ConvCall& call, const PrimitiveDesc& pd, const dnnl_memory_desc_t& x,
