@@ -65,7 +65,9 @@ void ElementEmitter::emitCpuScatterItem(const ScatterRows& tile, llvm::Value* it
   if (whole > 0)
     loop(whole, {}, [&](llvm::Value* v, const Values&) {
       llvm::Value* first = b.CreateMul(v, i64(kScatterScan));
-      llvm::Value* raws = b.CreateLoad(scanType, b.CreateInBoundsGEP(indexStorage, indexBuffer, first));
+      // Aligned as one index is: the buffer may be no more (a map body's slice).
+      const llvm::Align indexAlign(indexStorage->getPrimitiveSizeInBits() / 8);
+      llvm::Value* raws = b.CreateAlignedLoad(scanType, b.CreateInBoundsGEP(indexStorage, indexBuffer, first), indexAlign);
       llvm::Value* locals = localRow(toI64(raws, indexType));
       llvm::Value* inBlock = b.CreateICmpULT(locals, b.CreateVectorSplat(static_cast<unsigned>(kScatterScan), rowCount));
       llvm::Value* mask = b.CreateZExt(b.CreateBitCast(inBlock, b.getIntNTy(static_cast<unsigned>(kScatterScan))), b.getInt64Ty());
