@@ -78,10 +78,10 @@ class ElementEmitter {
   // output columns of one output row, summed over the window in vector registers, then the
   // group's epilogue on each and the stores (emit_conv_rows.cpp).
   void emitCpuConvItem(const ConvRows& tile, llvm::Value* item);
-  // Generated gather_backward on the CPU (scatter_rows.h): item `item`'s block of output rows by
-  // columns, dy's slices added into sums on the stack in index order, then the group's epilogue
-  // on each and the stores (emit_scatter_rows.cpp).
-  void emitCpuScatterItem(const ScatterRows& tile, llvm::Value* item);
+  // Generated gather_backward (scatter_rows.h): item `item`'s block of output rows by columns,
+  // dy's slices added into sums on the stack in index order, then the group's epilogue on each
+  // and the stores (emit_scatter_rows.cpp; the CPU's blocks, the GPU's one row per thread).
+  void emitScatterItem(const ScatterRows& tile, llvm::Value* item);
   // The epilogue of a block of contraction sums on the stack (`sums`, of `accType`, row r at
   // r * stride): for r < rows and q < count, the group's outputs at indexOf(r, q), `hero`'s value
   // there being the sum (contractionResult), then the stores (the CPU's matmul and conv blocks).

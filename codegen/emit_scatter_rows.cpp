@@ -1,11 +1,11 @@
-// ElementEmitter::emitCpuScatterItem: the CPU's generated gather_backward, a block of output rows
+// ElementEmitter::emitScatterItem: generated gather_backward, a block of output rows
 // at a time (scatter_rows.h).
 #include "codegen/element_emitter.h"
 #include "codegen/scatter_rows.h"
 
 namespace kiln::codegen {
 
-void ElementEmitter::emitCpuScatterItem(const ScatterRows& tile, llvm::Value* item) {
+void ElementEmitter::emitScatterItem(const ScatterRows& tile, llvm::Value* item) {
   const Op& op = *tile.op;
   const Value* dy = op.operand(0);
   const Value* indices = op.operand(1);

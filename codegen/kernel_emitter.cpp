@@ -59,9 +59,10 @@ std::optional<MatmulTile> cpuMatmulRowsOf(const KernelGroup& group, const Target
 std::optional<ConvRows> cpuConvRowsOf(const KernelGroup& group, const TargetHooks& target) {
   return target.tilesColumnReductions() ? cpuConvRows(group, target.floatSumLanes()) : std::nullopt;
 }
-// The CPU's layout of a generated gather_backward (scatter_rows.h).
-std::optional<ScatterRows> cpuScatterRowsOf(const KernelGroup& group, const TargetHooks& target) {
-  return target.tilesColumnReductions() ? cpuScatterRows(group) : std::nullopt;
+// The layout of a generated gather_backward (scatter_rows.h): the CPU's blocks, or the GPU's rows.
+std::optional<ScatterRows> scatterRowsOf(const KernelGroup& group, const TargetHooks& target) {
+  if (target.tilesColumnReductions()) return cpuScatterRows(group);
+  return target.sharedMemoryTiles() ? gpuScatterRows(group) : std::nullopt;
 }
 }  // namespace
 
@@ -77,7 +78,7 @@ namespace {
 bool loopsByPart(const KernelGroup& group, const TargetHooks& target) {
   return group.kind == KernelKind::Loop && !transposeTileOf(group, target) && !registerTileOf(group, target) &&
          !matmulTileOf(group, target) && !cpuMatmulRowsOf(group, target) && !cpuConvRowsOf(group, target) &&
-         !cpuScatterRowsOf(group, target) && elementsPerItem(group, target) == 1;
+         !scatterRowsOf(group, target) && elementsPerItem(group, target) == 1;
 }
 std::optional<ColumnTiles> columnTilesOf(const KernelGroup& group, const Segment& segment, const TargetHooks& target) {
   return target.tilesColumnReductions() ? columnTiles(group, segment) : std::nullopt;
@@ -176,7 +177,7 @@ int64_t numWorkItems(const KernelGroup& group, const TargetHooks& target) {
   if (auto tile = matmulTileOf(group, target)) return tile->tiles();
   if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItems(*rows);
   if (auto conv = cpuConvRowsOf(group, target)) return conv->items();
-  if (auto scatter = cpuScatterRowsOf(group, target)) return scatter->items();
+  if (auto scatter = scatterRowsOf(group, target)) return scatter->items();
   int64_t width = elementsPerItem(group, target), items = 0;
   for (const Segment& s : group.segments) {
     auto columns = loopsByPart(group, target) ? columnTilesOf(group, s, target) : std::nullopt;
@@ -190,7 +191,7 @@ int64_t outputsPerWorkItem(const KernelGroup& group, const TargetHooks& target) 
   if (transposeTileOf(group, target) || matmulTileOf(group, target)) return 1;
   if (auto rows = cpuMatmulRowsOf(group, target)) return cpuMatmulItemRows(*rows) * kCpuMatmulColumns;
   if (auto conv = cpuConvRowsOf(group, target)) return conv->rows * conv->columns();
-  if (auto scatter = cpuScatterRowsOf(group, target)) return scatter->rows * scatter->columns;
+  if (auto scatter = scatterRowsOf(group, target)) return scatter->rows * scatter->columns;
   if (registerTileOf(group, target)) return kTile * kTile;
   int64_t most = elementsPerItem(group, target);
   if (loopsByPart(group, target))
@@ -233,7 +234,7 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
     std::optional<MatmulTile> tiledMatmul = matmulTileOf(*group, target);
     std::optional<MatmulTile> cpuMatmul = cpuMatmulRowsOf(*group, target);
     std::optional<ConvRows> cpuConv = cpuConvRowsOf(*group, target);
-    std::optional<ScatterRows> cpuScatter = cpuScatterRowsOf(*group, target);
+    std::optional<ScatterRows> scatter = scatterRowsOf(*group, target);
     // A loop kernel of one element per item may be looped shape by shape (segment by segment)
     // and row by row; a segment of column reductions, one tile of columns per item.
     std::vector<ItemPart> parts;
@@ -266,13 +267,13 @@ std::vector<KernelError> emitKernels(llvm::Module& module, TargetHooks& target, 
           else if (tiledMatmul) emitter.emitMatmulTileItem(*tiledMatmul, item, lane);
           else if (cpuMatmul) emitter.emitCpuMatmulItem(*cpuMatmul, item);
           else if (cpuConv) emitter.emitCpuConvItem(*cpuConv, item);
-          else if (cpuScatter) emitter.emitCpuScatterItem(*cpuScatter, item);
+          else if (scatter) emitter.emitScatterItem(*scatter, item);
           else emitter.emitLoopItem(item);
         });
     // Outputs too big for the caches stream past them (streaming_stores.h). The generated matmuls
     // and convolutions (what oneDNN does not take: f16, f64, integers) and the scatter blocks,
     // whose stores are short rows of a block, are left as they were.
-    if (!tiledMatmul && !cpuMatmul && !cpuConv && !cpuScatter) {
+    if (!tiledMatmul && !cpuMatmul && !cpuConv && !scatter) {
       auto read = static_cast<int64_t>(group->bytesRead()), written = static_cast<int64_t>(group->bytesWritten());
       std::vector<int> streaming;
       for (size_t k = 0; k < group->outputs.size(); ++k)

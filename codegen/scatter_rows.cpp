@@ -13,7 +13,7 @@ Shape ScatterRows::grid() const {
   return {outer, ceilDiv(n, rows), ceilDiv(inner, columns)};
 }
 
-std::optional<ScatterRows> cpuScatterRows(const KernelGroup& group) {
+std::optional<ScatterRows> scatterRows(const KernelGroup& group, int64_t sums, int64_t columns) {
   const Op* op = heroWithElementwiseEpilogue(group, OpKind::GatherBackward, 2);
   if (!op) return std::nullopt;
   ScatterRows layout;
@@ -27,8 +27,8 @@ std::optional<ScatterRows> cpuScatterRows(const KernelGroup& group) {
   layout.inner = numElements(Shape(shape.begin() + layout.axis + 1, shape.end()));
   if (layout.n == 0 || layout.inner == 0) return std::nullopt;  // nothing to add up
   layout.numIndices = numElements(op->operand(1)->type().shape);
-  layout.columns = std::min(layout.inner, kScatterColumns);
-  layout.rows = std::max<int64_t>(1, std::min(layout.n, kScatterSums / layout.columns));
+  layout.columns = std::min(layout.inner, columns);
+  layout.rows = std::max<int64_t>(1, std::min(layout.n, sums / layout.columns));
   return layout;
 }
 

@@ -1,4 +1,4 @@
-// Generated gather_backward on the CPU (an embedding's gradient: zeros with dy's slices added at
+// Generated gather_backward (an embedding's gradient: zeros with dy's slices added at
 // the rows gather read). Computed one output element at a time, every element scanned all the
 // indices for the ones naming its row: for a [32000,256] gradient from 16384 indices, 134 billion
 // comparisons, minutes a run (2-core Sapphire Rapids), where jax.jit's scatter-add takes
@@ -37,8 +37,20 @@ inline constexpr int64_t kScatterSums = 16384, kScatterColumns = 4096;
 // Indices compared with a block's rows at once, by one vector compare.
 inline constexpr int64_t kScatterScan = 16;
 
-// The layout of `group`, or nothing when it is not a loop kernel of one segment whose ops are one
-// gather_backward reading two of the group's inputs, followed by elementwise ops on its shape.
-std::optional<ScatterRows> cpuScatterRows(const KernelGroup& group);
+// The layout of `group` with blocks of at most `sums` sums, rows of at most `columns` of them, or
+// nothing when it is not a loop kernel of one segment whose ops are one gather_backward reading
+// two of the group's inputs, followed by elementwise ops on its shape.
+std::optional<ScatterRows> scatterRows(const KernelGroup& group, int64_t sums, int64_t columns);
+// The CPU's blocks: kScatterSums sums, rows of kScatterColumns.
+inline std::optional<ScatterRows> cpuScatterRows(const KernelGroup& group) {
+  return scatterRows(group, kScatterSums, kScatterColumns);
+}
+// The GPU's: a thread's item is one row of kGpuScatterColumns columns (its sums in local memory,
+// cached in L1), so each thread walks the indices once for that many outputs, where an element
+// per thread walked them once per output.
+inline constexpr int64_t kGpuScatterColumns = 32;
+inline std::optional<ScatterRows> gpuScatterRows(const KernelGroup& group) {
+  return scatterRows(group, kGpuScatterColumns, kGpuScatterColumns);
+}
 
 }  // namespace kiln::codegen
