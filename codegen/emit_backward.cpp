@@ -172,6 +172,10 @@ llvm::Value* maxPoolWindowArgmax(ElementEmitter& e, const Op& op, const Index& i
   auto [kernel, strides, pads, dil] = poolWindow(op);
   Shape xs = layout.channelsFirst(x->type().shape);
   auto at = [&](const Index& j) { return b.CreateAdd(b.CreateMul(j[0], e.i64(kernel[1])), j[1]); };
+  auto position = [&](const Index& j) {  // x's channels-first index of window offset j
+    return Index{index[0], index[1], e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]),
+                 e.windowPosition(ox, strides[1], pads[1], j[1], dil[1])};
+  };
   auto inside = [&](llvm::Value* o, int64_t axis) {  // the window's first and last positions inside x
     llvm::Value* first = e.windowPosition(o, strides[axis], pads[axis], e.i64(0), dil[axis]);
     return b.CreateAnd(b.CreateICmpSGE(first, e.i64(0)),
@@ -181,18 +185,15 @@ llvm::Value* maxPoolWindowArgmax(ElementEmitter& e, const Op& op, const Index& i
     llvm::Type* type = e.computeType(x->type().dtype);
     Values init{llvm::ConstantFP::get(type, -INFINITY), e.i64(0)};
     return e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
-      llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]);
-      llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], dil[1]);
-      llvm::Value* v = e.emit(x, layout.stored({index[0], index[1], iy, ix}));
+      llvm::Value* v = e.emit(x, layout.stored(position(j)));
       return firstMaximumStep(e, b.CreateICmpEQ(at(j), e.i64(0)), c[0], c[1], v, at(j));
     })[1];
   }, [&] {
     Values init{e.f64(-INFINITY), e.i64(-1)};
     return e.loopNest({kernel[0], kernel[1]}, init, [&](const Index& j, const Values& c) {
-      llvm::Value* iy = e.windowPosition(oy, strides[0], pads[0], j[0], dil[0]);
-      llvm::Value* ix = e.windowPosition(ox, strides[1], pads[1], j[1], dil[1]);
-      return e.ifThen(b.CreateAnd(e.inRange(iy, xs[2]), e.inRange(ix, xs[3])), [&] {
-        llvm::Value* v = e.toDouble(e.emit(x, layout.stored({index[0], index[1], iy, ix})));
+      Index p = position(j);
+      return e.ifThen(b.CreateAnd(e.inRange(p[2], xs[2]), e.inRange(p[3], xs[3])), [&] {
+        llvm::Value* v = e.toDouble(e.emit(x, layout.stored(p)));
         return firstMaximumStep(e, b.CreateICmpSLT(c[1], e.i64(0)), c[0], c[1], v, at(j));
       }, c);
     })[1];
