@@ -310,8 +310,14 @@ class ElementEmitter {
                       const std::function<Values(const Values&, const Values&)>& combine);
   // CPU row kernels: `op`'s reduction of the row, of `element(k)`, its operand kept on the stack
   // where rowScratchFor keeps it; the pass fetches the next row where `prefetch` is given.
+  // `elementAt` is the same element by its index within the row (the row's inner dims).
   llvm::Value* reduceRowOnOneLane(const Op& op, const Accumulation& acc, llvm::Value* row, const RowPrefetch* prefetch,
-                                  const std::function<llvm::Value*(llvm::Value* k)>& element);
+                                  const std::function<llvm::Value*(llvm::Value* k)>& element,
+                                  const std::function<llvm::Value*(const Index& inner)>& elementAt);
+  // The sum of a row of several inner dims as a loop per run of the last dim, each element also
+  // stored at its place in `scratch` (of `type`) where there is one.
+  llvm::Value* sumInnerRuns(const Accumulation& acc, llvm::Value* init, llvm::Value* scratch, llvm::Type* type,
+                            const std::function<llvm::Value*(const Index& inner)>& elementAt);
   // Whether computing `v` at an element runs expensive elementwise math of the group's (an exp, a
   // tanh: passes::isExpensive), the row values already computed aside.
   bool computesExpensiveMath(const Value* v) const;

@@ -136,6 +136,22 @@ Values argBetter(ElementEmitter& e, const Op& op, const Values& a, const Values&
   return {b.CreateSelect(cWins, kc, ka), b.CreateSelect(cWins, vc, va)};
 }
 
+namespace {
+
+// The dtype of the floats a sum adds: a sum of f32 values cast to f64 (split-reductions widens a
+// split sum's chunks so) adds f32 elements as an f32 sum does, and its loop vectorises at the
+// f32 width (a gelu's loss over f32[4096,1024]: its erf was computed 8 wide, not 16).
+DType summedFloatsOf(const Op& op) {
+  const Value* x = op.operand(0);
+  DType t = x->type().dtype;
+  const Op* producer = x->definingOp();
+  if (t != DType::F64 || !producer || producer->kind() != OpKind::Cast) return t;
+  DType source = producer->operand(0)->type().dtype;
+  return isFloat(source) ? source : t;
+}
+
+}  // namespace
+
 Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
   DType t = op.result()->type().dtype;
   OpKind kind = op.kind();
@@ -186,7 +202,7 @@ Accumulation accumulationFor(ElementEmitter& e, const Op& op, int64_t count) {
             llvm::Value* r = kind == OpKind::ReduceMean ? e.b.CreateFDiv(a, e.f64(static_cast<double>(count))) : a;  // 0/0 = NaN
             return e.fromDouble(r, t);
           },
-          /*summedFloats=*/t};
+          /*summedFloats=*/summedFloatsOf(op)};
 }
 
 namespace {

@@ -3,6 +3,8 @@
 #include <optional>
 #include <regex>
 
+#include <fmt/format.h>
+
 #include "codegen/conv_rows.h"
 #include "codegen/kernel_emitter.h"
 #include "codegen/cpu_target.h"
@@ -163,6 +165,36 @@ std::optional<codegen::RowPrefetch> rowPrefetchOf(const std::string& text) {
     if (group->kind == codegen::KernelKind::Row) return codegen::rowPrefetchFor(*group);
   ADD_FAILURE() << "no row kernel in\n" << text;
   return std::nullopt;
+}
+
+// Row kernels whose rows span several dims with a long last one (a layer norm over its last two
+// dims, split-reductions' chunks of a full sum) sum a loop per run of the last dim
+// (ElementEmitter::sumInnerRuns): operands broadcast along either dim, every reduction, NaN and
+// infinities, against the interpreter.
+TEST(CpuOps, RowsOfSeveralDimsSumARunOfTheLastDimAtATime) {
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"})
+    checkWithSpecials(fmt::format(
+        "func @main(%x: f32[6,5,96], %s: f32[96], %r: f32[6,5,1]) -> f32[6] {{\n  %m = mul %x, %s\n"
+        "  %n = add %m, %r\n  %y = {} %n {{axes = [1, 2]}}\n  return %y\n}}\n",
+        op));
+  for (const char* t : {"f32", "bf16", "f64"})
+    check(fmt::format("%x: {0}[4,6,96], %s: {0}[6,96], %b: {0}[6,96]", t), "layer_norm %x, %s, %b {axis = 1}",
+          {accumulateTolerance()});
+  // A full sum split into 32 chunks of [8,512] (its elements computed by exp), and one whose
+  // chunks are rows of 8192 kept on the stack for a second pass (a mean's subtraction).
+  const std::string fullSum =
+      "func @main(%x: f32[256,512], %s: f32[512]) -> f32[] {\n  %m = mul %x, %s\n  %e = exp %m\n"
+      "  %y = reduce_sum %e\n  return %y\n}\n";
+  checkWithSpecials(fullSum);
+  PlannedText p = planText(fullSum);
+  ASSERT_TRUE(p.plan);
+  bool chunked = false;
+  for (const codegen::KernelGroup* group : p.plan->allGroups())
+    chunked |= group->kind == codegen::KernelKind::Row && group->inner == Shape{8, 512};
+  EXPECT_TRUE(chunked) << "the full sum is not cut into rows of [8,512]";
+  checkWithSpecials(
+      "func @main(%x: f32[4,16,512]) -> f32[4,16,512] {\n  %a = abs %x\n"
+      "  %m = reduce_mean %a {axes = [1, 2], keepdims = true}\n  %y = sub %a, %m\n  return %y\n}\n");
 }
 
 TEST(CpuOps, RowKernelsFetchTheNextRowInTheirSecondPass) {
