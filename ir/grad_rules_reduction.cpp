@@ -65,19 +65,23 @@ KILN_GRAD_RULE(logSoftmax) {
   Value* total = rowSum(ctx, dys[0], axisOf(op));
   return std::vector<Value*>{ctx.sub(dys[0], ctx.mul(ctx.op(OpKind::Exp, {op.result()}), total))};
 }
-// Normalising over the trailing dims D from `axis`, with n = |D|, xh = (x - mean) r, r = rsqrt(var + eps):
+// Normalising over the trailing dims D from `axis`, with xh = (x - mean) r, r = rsqrt(var + eps):
 //   g = dy scale,  dx = r (g - mean_D(g) - xh mean_D(g xh)),
 //   dscale = sum over the leading dims of dy xh,  dbias = sum over the leading dims of dy
+// mean, var and r are written op for op as the decompose pass expands the forward layer_norm
+// (reduce_mean with keepdims, then sub, mul, reduce_mean, add, rsqrt), so that CSE finds them
+// computed once for both: a training step then reads x for its statistics once, not twice.
 KILN_GRAD_RULE(layerNorm) {
   Value* x = op.operand(0);
   Value* dy = dys[0];
   int rank = x->type().rank();
   int axis = *normalizeAxis(op.intAttr("axis"), rank);
-  std::vector<int> norm, lead;
-  for (int a = 0; a < rank; ++a) (a < axis ? lead : norm).push_back(a);
-  int64_t n = 1;
-  for (int a : norm) n *= x->type().shape[a];
-  auto meanNorm = [&](Value* v) { return ctx.scale(ctx.reduceSum(v, norm, true), 1.0 / static_cast<double>(n)); };
+  std::vector<int> lead;
+  std::vector<int64_t> norm;
+  for (int a = 0; a < rank; ++a) a < axis ? lead.push_back(a) : norm.push_back(a);
+  auto meanNorm = [&](Value* v) {
+    return ctx.op(OpKind::ReduceMean, {v}, {{"axes", Attr::ints(norm)}, {"keepdims", Attr(true)}});
+  };
   Value* centered = ctx.sub(x, meanNorm(x));
   Value* var = meanNorm(ctx.mul(centered, centered));
   Value* r = ctx.op(OpKind::Rsqrt, {ctx.add(var, ctx.scalarLike(x, op.floatAttr("epsilon")))});
