@@ -82,6 +82,7 @@ Expected<std::vector<Tensor>> runFunction(const Function& function, const std::v
     compileOptions.target = *resolved == Backend::Cuda ? codegen::Target::Cuda : codegen::Target::Cpu;
     compileOptions.dumpDir = options.dumpDir;
     compileOptions.disabledPasses = options.disabledPasses;
+    compileOptions.fastMath = options.fastMath;
     compileOptions.profile = options.profile;
     if (options.devices > 0) {
       auto placed = PlacedExecutable::compile(function, options.devices, compileOptions, options.split);

@@ -32,6 +32,8 @@ struct RunOptions {
   std::string dumpDir;
   // Compiled backends: passes to skip (see codegen::CompileOptions::disabledPasses; "all" for none).
   std::vector<std::string> disabledPasses;
+  // Compiled backends: codegen::CompileOptions::fastMath (approximate math, subnormals flushed).
+  bool fastMath = false;
   // Compiled backends: each compile stage's time and peak memory land here (ir/compile_profile.h).
   CompileProfile* profile = nullptr;
   // Run the function placed across this many devices (runtime/placed_executable.h; the cpu

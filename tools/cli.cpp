@@ -90,6 +90,11 @@ std::vector<std::string> splitCommaList(const std::string& list) {
   return items;
 }
 
+FlagSpec fastMathFlag() {
+  return {"--fast-math", "",
+          "approximate division, sqrt and math functions; flush subnormals to zero (f32 on the GPU, every float on the CPU)"};
+}
+
 FlagSpec disablePassesFlag() {
   return {"--disable-passes", "LIST",
           "skip these passes of the pipeline (comma-separated; all: run none; see kiln opt --list-passes)"};

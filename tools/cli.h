@@ -53,6 +53,8 @@ int usageError(const Command& command, const std::string& message);
 // "a,b,,c" -> {"a", "b", "c"}.
 std::vector<std::string> splitCommaList(const std::string& list);
 
+// The --fast-math flag of the compiling commands that run or print code (compile, run, bench).
+FlagSpec fastMathFlag();
 // The --disable-passes flag that every compiling command shares (run, compile, explain).
 FlagSpec disablePassesFlag();
 // Reads --disable-passes into `disabled`; an unknown pass name is a usage error naming the passes

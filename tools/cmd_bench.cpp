@@ -80,6 +80,7 @@ int run(const Command& c, const Args& args) {
   }
   codegen::CompileOptions compileOptions;
   if (!parseDisabledPasses(c, args, compileOptions.disabledPasses)) return kExitUsage;
+  compileOptions.fastMath = args.has("--fast-math");
   DeviceFlags devices;
   if (!parseDevices(c, args, devices)) return kExitUsage;
   int microBatches = 1;
@@ -336,7 +337,7 @@ int run(const Command& c, const Args& args) {
 Command benchCommand() {
   Command c{"bench", "time a compiled step and its kernels against the copy bandwidth",
             "kiln bench FILE [--entry NAME] [--backend cpu|cuda|auto] [--reps N] [--warmup N] [--input NAME=PATH]...\n"
-            "                [--seed N] [--json] [--disable-passes LIST] [--model h100|h200] [--data NAME=PATH,... [--prefetch N]]\n"
+            "                [--seed N] [--json] [--fast-math] [--disable-passes LIST] [--model h100|h200] [--data NAME=PATH,... [--prefetch N]]\n"
             "                [--devices N [--split] [--micro-batches M [--schedule gpipe|1f1b]]]",
             "Compiles the entry function of FILE for the backend (auto: cuda where there is a GPU, else\n"
             "cpu), runs it on the given or random inputs --warmup times, then --reps times, and prints\n"
@@ -375,6 +376,7 @@ Command benchCommand() {
              splitFlag(),
              {"--micro-batches", "M", "with --devices: pipeline M calls of the function through its stages"},
              {"--schedule", "NAME", "with --micro-batches: gpipe (fill-drain, the default) or 1f1b"},
+             fastMathFlag(),
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

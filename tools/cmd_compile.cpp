@@ -140,7 +140,7 @@ Command compileCommand() {
             {{"--entry", "NAME", "function to compile (default @main, else the first)"},
              {"--target", "NAME", "cuda (PTX, the default) or cpu (this machine)"},
              {"--gpu-arch", "sm_XX", "GPU architecture for cuda (default sm_80; " + codegen::supportedGpuArchs() + ")"},
-             {"--fast-math", "", "approximate division, sqrt and math functions, flush denormals to zero"},
+             fastMathFlag(),
              {"--emit", "STAGE", "kiln, llvm, llvm-unopt, ptx, asm or none (default: ptx for cuda, asm for cpu)"},
              {"-o", "OUT", "write the stage to OUT instead of stdout"},
              {"--dump-dir", "DIR", "write every stage and a kernel-to-ops map to DIR"},

@@ -41,6 +41,7 @@ int run(const Command& c, const Args& args) {
   options.devices = devices.devices;
   options.split = devices.split;
   if (!parseDisabledPasses(c, args, options.disabledPasses)) return kExitUsage;
+  options.fastMath = args.has("--fast-math");
   auto backend = resolveBackend(options.backend);
   if (!backend) {
     reportError(backend.error());
@@ -63,6 +64,8 @@ int run(const Command& c, const Args& args) {
   // The interpreter runs the graph as written: a pass list for it would be silently ignored.
   if (args.has("--disable-passes") && *backend == Backend::Interp)
     return usageError(c, "--disable-passes needs a compiled backend (cpu); interp runs no passes");
+  if (options.fastMath && *backend == Backend::Interp)
+    return usageError(c, "--fast-math needs a compiled backend (cpu, cuda); interp computes IEEE results");
   auto selected = selectEntry(**module, args, args.positional[0]);
   if (!selected) {
     reportError(selected.error());
@@ -125,7 +128,7 @@ int run(const Command& c, const Args& args) {
 Command runCommand() {
   Command c{"run", "run a function on given or random inputs",
             "kiln run FILE [--entry NAME] [--backend interp|cpu|cuda|auto] [--input NAME=PATH]... [--seed N] [--out DIR]\n"
-            "                [--devices N [--split]] [--disable-passes LIST] [--dump-dir DIR]",
+            "                [--devices N [--split]] [--disable-passes LIST] [--fast-math] [--dump-dir DIR]",
             "Runs the entry function of FILE (@main, else the first; - reads standard input). Each\n"
             "parameter takes its value from --input NAME=PATH (a NumPy .npy or an ONNX TensorProto .pb\n"
             "file of exactly the parameter's type) or, if none is given, from a deterministic random\n"
@@ -148,6 +151,7 @@ Command runCommand() {
              devicesFlag(),
              splitFlag(),
              {"--max-iterations", "N", "stop a `while` after N iterations with an error (default 10000000)"},
+             fastMathFlag(),
              disablePassesFlag()},
             nullptr};
   c.run = [c](const Args& args) { return run(c, args); };

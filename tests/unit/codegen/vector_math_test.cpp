@@ -12,6 +12,9 @@
 
 #include <bit>
 #include <cfenv>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -331,6 +334,41 @@ TEST(VectorMath, OwnFormulasMakeNoSubnormalStepsOnTinyOrMaskedArguments) {
   for (size_t i = 0; i < tiny.size(); ++i) EXPECT_EQ(ys[i], tiny[i]) << "tanh(" << tiny[i] << ")";
   underflowsOver("erf", tiny, ys);
   for (size_t i = 0; i < tiny.size(); ++i) EXPECT_LE(ulps(ys[i], static_cast<float>(std::erf(double(tiny[i])))), 1) << "erf(" << tiny[i] << ")";
+}
+
+// --fast-math flushes subnormals to zero in kiln's CPU kernels (MXCSR's FTZ and DAZ for the
+// chunk a kernel runs), as on the GPU; IEEE otherwise. The calling thread's own mode is restored.
+TEST(VectorMath, FastMathFlushesSubnormalsInTheKernelsAlone) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the flush is MXCSR's, on x86 hosts; elsewhere --fast-math keeps subnormals on the CPU";
+#else
+  auto m = parseModule(
+      "func @main(%x: f32[64]) -> (f32[64], f32[64]) {\n  %a = mul %x, %x\n  %b = add %x, %x\n  return %a, %b\n}\n",
+      "ftz.kiln");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  Tensor x(TensorType{DType::F32, {64}});
+  auto* xs = static_cast<float*>(x.data());
+  for (int i = 0; i < 64; ++i) xs[i] = i < 32 ? 1e-20f : 1e-40f;  // x * x subnormal; x itself subnormal
+  for (bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "--fast-math" : "IEEE");
+    codegen::CompileOptions options;
+    options.fastMath = fast;
+    auto exe = Executable::compile(*(*m)->entry(), options);
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    ThreadPool thisThread(1);
+    ExecuteOptions run;
+    run.threads = &thisThread;
+    const unsigned before = _mm_getcsr();
+    auto got = (*exe)->run({x}, run);
+    EXPECT_EQ(_mm_getcsr() & (_MM_FLUSH_ZERO_MASK | 0x0040u), before & (_MM_FLUSH_ZERO_MASK | 0x0040u));
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    const auto* a = static_cast<const float*>((*got)[0].data());
+    const auto* b = static_cast<const float*>((*got)[1].data());
+    EXPECT_EQ(a[0], fast ? 0.0f : xs[0] * xs[0]);   // a subnormal result: flushed (FTZ)
+    EXPECT_EQ(b[40], fast ? 0.0f : xs[40] + xs[40]);  // a subnormal operand: read as 0 (DAZ)
+    EXPECT_EQ(b[0], 2e-20f);                          // normal numbers as ever
+  }
+#endif
 }
 
 }  // namespace
