@@ -10,8 +10,9 @@
 namespace kiln::passes {
 
 // Rewrites each f32, f16 or f64 matmul whose right operand is a vector (or a column [K, 1], reshaped
-// to one and the result back) and whose left operand has two dims or more as `cast(reduce_sum(mul(cast(A, f64), cast(v, f64)), axes = [-1]), dtype)`: the
-// products exact in double and summed there, as the interpreter's matmul sums them (f64 operands
+// to one and the result back) and whose left operand has two dims or more as
+// `cast(reduce_sum(mul(cast(A, f64), cast(v, f64)), axes = [-1]), dtype)`: the products exact in
+// double and summed there, as the interpreter's matmul sums them (f64 operands
 // need no casts). Matrices times matrices, a vector times a matrix (a column reduction, where
 // oneDNN packs a constant matrix once), bf16 (oneDNN's bf16 kernels) and ints keep their matmul.
 PassResult rewriteMatvecAsRows(Module& module, PassContext& context);
