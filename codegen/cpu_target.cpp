@@ -169,7 +169,9 @@ llvm::Value* scaleByScalef(llvm::IRBuilder<>& b, llvm::Value* fraction, const Ro
 // first is below half an ulp of the constant term (|v| < 2^-30 in f32, 2^-60 in f64), the
 // polynomial's result is its constant term, which it also is at v = 0: evaluating it at 0 there
 // gives the same bits with no subnormal step. `small` is decided on a value off the chain of
-// dependent instructions (the function's argument); the select costs one instruction on it.
+// dependent instructions (the function's argument); the select costs one instruction on it. It
+// must come before the multiply that would make the subnormal: after it, only AVX-512's masked
+// multiply keeps the lanes from computing it (AVX2 blends afterwards).
 llvm::Value* zeroWhereTiny(llvm::IRBuilder<>& b, llvm::Value* small, llvm::Value* v) {
   return b.CreateSelect(small, llvm::Constant::getNullValue(v->getType()), v);
 }
@@ -431,7 +433,9 @@ llvm::Value* erfByTable(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* index = b.CreateBitCast(shifted, type->getWithNewType(b.getInt32Ty()));
   llvm::Value* t = b.CreateFSub(a, lookupEight(b, kErfCentres, index));
   llvm::Value* m = b.CreateSelect(b.CreateFCmpOLE(a, c(0.5)), a, c(1.0));  // k = 0 exactly where a <= 1/2
-  llvm::Value* v = zeroWhereTiny(b, isTiny(b, a), b.CreateFMul(t, m));  // a^2 where a is tiny
+  // v = a^2 where k = 0: t taken as 0 where a is tiny, before the multiply (a select after it left
+  // the multiply making a subnormal, unless AVX-512 masked it away).
+  llvm::Value* v = b.CreateFMul(zeroWhereTiny(b, isTiny(b, a), t), m);
   llvm::Value* sum = lookupEight(b, kErfCoefficients[7], index);
   for (int power = 6; power >= 0; --power) sum = fma(sum, v, lookupEight(b, kErfCoefficients[power], index));
   return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b.CreateFMul(sum, m), x);
