@@ -1454,15 +1454,32 @@ llvm::Value* ElementEmitter::reduceRowOnOneLane(const Op& op, const Accumulation
     // whole first, 2.79). Rows of fewer LLVM unrolls whole and widens as straight-line code (rows of
     // 10: 0.74 ms so, 1.0 kept rolled).
     int64_t mathBefore = target_.inlineMathEmitted();
-    loop(count, {}, [&](llvm::Value* k, const Values&) {
-      kept(at(k));
-      return Values{};
-    });
     // At the width of the floats summed: a split sum's f32 elements cast to f64 (summedFloats
     // F32) are computed 16 wide, as an f32 sum's are.
     bool doubles = acc.summedFloats ? *acc.summedFloats == DType::F64 : type->isDoubleTy();
     int lanes = target_.floatSumLanes() / (doubles ? 2 : 1);
-    if (count >= 2 * lanes) hintVectorLoop(count, lanes, mathBefore);
+    if (!first && nestsRow) {
+      // A row of several dims: computed into the stack a run of the last dim at a time, as
+      // sumInnerRuns sums (consecutive loads; over the flattened row they were gathers).
+      const Shape outer(inner.begin(), inner.end() - 1);
+      mergedLoopNest({outer}, {}, [&](const Index& o, const Values&) {
+        llvm::Value* runStart = b.CreateMul(linearize(o, outer), i64(last));
+        loop(last, {}, [&](llvm::Value* j, const Values&) {
+          Index index = o;
+          index.push_back(j);
+          b.CreateStore(elementAt(index), b.CreateInBoundsGEP(type, scratch, b.CreateAdd(runStart, j)));
+          return Values{};
+        });
+        if (last >= 2 * lanes) hintVectorLoop(last, lanes, mathBefore);
+        return Values{};
+      });
+    } else {
+      loop(count, {}, [&](llvm::Value* k, const Values&) {
+        kept(at(k));
+        return Values{};
+      });
+      if (count >= 2 * lanes) hintVectorLoop(count, lanes, mathBefore);
+    }
     return accumulateRun(acc, init, count,
                          [&](llvm::Value* k) { return b.CreateLoad(type, b.CreateInBoundsGEP(type, scratch, at(k))); });
   };
