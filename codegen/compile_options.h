@@ -18,7 +18,8 @@ struct CompileOptions {
   // GPU from Ampere on; never an arch-specific `a` variant unless asked for.
   std::string gpuArch = "sm_80";
   // Off: IEEE results (no flush-to-zero, correctly rounded division and sqrt). On: approximate
-  // math and reassociation, like nvcc --use_fast_math.
+  // math and reassociation, like nvcc --use_fast_math, and subnormals flushed to zero: f32 on
+  // the GPU (.ftz), every float on the CPU (MXCSR's FTZ and DAZ while a kernel runs).
   bool fastMath = false;
   // If set, compilation writes every stage here: kiln IR, LLVM IR before and after optimisation,
   // PTX (cuda) or assembly (cpu), with file names that map each kernel back to its ops.

@@ -27,7 +27,8 @@ struct CompileOptions {
   std::string function;
   // cuda: the PTX's architecture when compiling without a GPU; a GPU's own replaces it.
   std::string gpuArch = "sm_80";
-  // Off: IEEE results. On: approximate math and reassociation, like nvcc --use_fast_math.
+  // Off: IEEE results. On: approximate math and reassociation, like nvcc --use_fast_math, and
+  // subnormals flushed to zero (f32 on the GPU; every float in the CPU's kernels).
   bool fastMath = false;
   // Passes to skip by name ("fusion"), or "all": each op its own kernel, the graph as written.
   std::vector<std::string> disabledPasses;
