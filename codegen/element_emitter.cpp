@@ -1461,13 +1461,9 @@ llvm::Value* ElementEmitter::reduceRowOnOneLane(const Op& op, const Accumulation
     if (!first && nestsRow) {
       // A row of several dims: computed into the stack a run of the last dim at a time, as
       // sumInnerRuns sums (consecutive loads; over the flattened row they were gathers).
-      const Shape outer(inner.begin(), inner.end() - 1);
-      mergedLoopNest({outer}, {}, [&](const Index& o, const Values&) {
-        llvm::Value* runStart = b.CreateMul(linearize(o, outer), i64(last));
+      forEachInnerRun({}, [&](const Index& run, llvm::Value* runStart, const Values&) {
         loop(last, {}, [&](llvm::Value* j, const Values&) {
-          Index index = o;
-          index.push_back(j);
-          b.CreateStore(elementAt(index), b.CreateInBoundsGEP(type, scratch, b.CreateAdd(runStart, j)));
+          b.CreateStore(elementAt(withLast(run, j)), b.CreateInBoundsGEP(type, scratch, b.CreateAdd(runStart, j)));
           return Values{};
         });
         if (last >= 2 * lanes) hintVectorLoop(last, lanes, mathBefore);
@@ -1495,19 +1491,26 @@ llvm::Value* ElementEmitter::sumInnerRuns(const Accumulation& acc, llvm::Value* 
   // Each run's elements are at consecutive addresses, so the loop vectoriser loads them as vectors:
   // over the flattened row, the index's k / 1024 and k % 1024 become masks that LLVM does not fold
   // back into k, and every load was a gather (a gelu's loss over f32[4096,1024] in 32 chunks: 1.8 ms).
-  const Shape& inner = group_.inner;
-  const int64_t last = inner.back();
-  const Shape outer(inner.begin(), inner.end() - 1);
-  return mergedLoopNest({outer}, {init}, [&](const Index& o, const Values& c) {
-    llvm::Value* runStart = b.CreateMul(linearize(o, outer), i64(last));
-    return Values{accumulateRun(acc, c[0], last, [&](llvm::Value* j) {
-      Index index = o;
-      index.push_back(j);
-      llvm::Value* x = elementAt(index);
+  return forEachInnerRun({init}, [&](const Index& run, llvm::Value* runStart, const Values& c) {
+    return Values{accumulateRun(acc, c[0], group_.inner.back(), [&](llvm::Value* j) {
+      llvm::Value* x = elementAt(withLast(run, j));
       if (scratch) b.CreateStore(x, b.CreateInBoundsGEP(type, scratch, b.CreateAdd(runStart, j)));
       return x;
     })};
   })[0];
+}
+
+Values ElementEmitter::forEachInnerRun(Values init, const InnerRunBody& body) {
+  const Shape& inner = group_.inner;
+  const Shape outer(inner.begin(), inner.end() - 1);
+  return mergedLoopNest({outer}, std::move(init), [&](const Index& run, const Values& c) {
+    return body(run, b.CreateMul(linearize(run, outer), i64(inner.back())), c);
+  });
+}
+
+Index ElementEmitter::withLast(Index index, llvm::Value* last) {
+  index.push_back(last);
+  return index;
 }
 
 bool ElementEmitter::computesExpensiveMath(const Value* v) const {

@@ -318,6 +318,12 @@ class ElementEmitter {
   // stored at its place in `scratch` (of `type`) where there is one.
   llvm::Value* sumInnerRuns(const Accumulation& acc, llvm::Value* init, llvm::Value* scratch, llvm::Type* type,
                             const std::function<llvm::Value*(const Index& inner)>& elementAt);
+  // A loop over the runs of the row's last dim (every inner dim but the last): body(run, runStart,
+  // carried) with the run's index and its first element's place in the row, to loop the run itself.
+  using InnerRunBody = std::function<Values(const Index& run, llvm::Value* runStart, const Values& carried)>;
+  Values forEachInnerRun(Values init, const InnerRunBody& body);
+  // `index` with `last` appended.
+  static Index withLast(Index index, llvm::Value* last);
   // Whether computing `v` at an element runs expensive elementwise math of the group's (an exp, a
   // tanh: passes::isExpensive), the row values already computed aside.
   bool computesExpensiveMath(const Value* v) const;
