@@ -36,6 +36,7 @@ class CpuTarget : public TargetHooks {
   int rowLanes(const KernelGroup&) const override { return 1; }
   int64_t rowsPerItem(const KernelGroup& group) const override;
   bool reassociatesSums() const override { return true; }
+  bool sumsInF32WhereAllowed() const override { return true; }
   int floatSumLanes() const override;
   // Interleaved only where the body computed an inline exp, tanh or erf (each ~25 dependent
   // instructions): codegen/loop_hints.h.

@@ -129,6 +129,10 @@ class TargetHooks {
   // keeps several partial sums in SIMD lanes; the order is fixed by the compiled code, so runs stay
   // bit-identical. The GPU orders its sums itself (lanes, warps, split stages).
   virtual bool reassociatesSums() const { return false; }
+  // Whether a reduce_sum {accumulate = f32} (docs/ir.md) keeps its sum in f32, a product feeding
+  // it fused into each step: on the CPU, whose matrix-vector rows (matvec-as-rows) then take one
+  // fma per vector of products, as a BLAS gemv. The GPU sums in double regardless.
+  virtual bool sumsInF32WhereAllowed() const { return false; }
   // The f32 lanes of the vectors a loop of float sums should be widened to, or 0 for no hint (the
   // GPU). A sum of f32 elements accumulates in double, and LLVM's cost model widens such a loop to
   // the double's lanes, computing the elements (an exp, a tanh) at half width; the hint

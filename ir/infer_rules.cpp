@@ -154,6 +154,15 @@ Expected<Types> iota(const Op& op, const Types* annotated) {
 Expected<Types> reduce(const Op& op, const Types*) {
   TensorType t = op.operand(0)->type();
   KILN_TRY(checkDType(t, DTypeSet::Num, "operand"));
+  if (const Attr* accumulate = op.findAttr("accumulate")) {
+    // f64 is every float sum's default; f32 lets a backend keep an f32 sum in f32 (matvec-as-rows).
+    DType want = accumulate->getDType();
+    if (op.kind() != OpKind::ReduceSum) return Error("only reduce_sum takes 'accumulate'");
+    bool allowed = (want == DType::F64 && isFloat(t.dtype)) || (want == DType::F32 && t.dtype == DType::F32);
+    if (!allowed)
+      return Error("accumulate = " + std::string(dtypeName(want)) + " does not apply to a sum of " + std::string(dtypeName(t.dtype)) +
+                   " (f32 sums take f32 or f64, other float sums f64)");
+  }
   auto axes = reductionAxes(optionalInts(op, "axes"), t.rank());
   if (!axes) return axes.error();
   return Types{{t.dtype, reducedShape(t.shape, *axes, op.attr("keepdims").getBool())}};

@@ -77,9 +77,12 @@ std::vector<OpInfo> buildTable() {
     return OpInfo{k, n, C::Elementwise, 2, 2, 0, d, {}, infer::binary, B::Elementwise, g};
   };
   auto compare = [](K k, std::string_view n) { return OpInfo{k, n, C::Elementwise, 2, 2, 0, D::Num, {}, infer::compare, B::Elementwise}; };
+  // accumulate (kiln, reduce_sum only; docs/ir.md): the least precision its float sum may be kept in.
   auto reduce = [](K k, std::string_view n, GradFn g) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,
-                  {computed("axes", A::List, "all axes"), optional("keepdims", A::Bool, false)}, infer::reduce, B::Reduce, g};
+                  {computed("axes", A::List, "all axes"), optional("keepdims", A::Bool, false),
+                   computed("accumulate", A::DType, "f64 for floats")},
+                  infer::reduce, B::Reduce, g};
   };
   auto argReduce = [](K k, std::string_view n) {
     return OpInfo{k, n, C::Reduction, 1, 1, 0, D::Num,

@@ -23,17 +23,21 @@ bool isMatrixTimesVector(const Op& op) {
 void rewrite(Op& matmul) {
   const DType dtype = matmul.result()->type().dtype;
   const bool column = matmul.operand(1)->type().rank() == 2;
-  auto wide = [&](Value* x) {
-    return dtype == DType::F64 ? x : insertOpBefore(matmul, OpKind::Cast, {x}, {{"to", Attr(DType::F64)}});
+  // f16 is summed as f32 (a product of two f16 values is exact in f32), f32 and f64 as they are.
+  const DType summed = dtype == DType::F64 ? DType::F64 : DType::F32;
+  auto widen = [&](Value* x) {
+    return x->type().dtype == summed ? x : insertOpBefore(matmul, OpKind::Cast, {x}, {{"to", Attr(summed)}});
   };
   Value* v = matmul.operand(1);
   if (column) v = insertOpBefore(matmul, OpKind::Reshape, {v}, {{"shape", Attr::ints({v->type().shape[0]})}});
   // The last op takes the matmul's name.
   const std::string name = matmul.result()->name();
-  Value* products = insertOpBefore(matmul, OpKind::Mul, {wide(matmul.operand(0)), wide(v)});
-  Value* sums = insertOpBefore(matmul, OpKind::ReduceSum, {products}, {{"axes", Attr::ints({-1})}},
-                               dtype == DType::F64 && !column ? name : "");
-  if (dtype != DType::F64) sums = insertOpBefore(matmul, OpKind::Cast, {sums}, {{"to", Attr(dtype)}}, column ? "" : name);
+  const bool last = summed == dtype && !column;
+  Value* products = insertOpBefore(matmul, OpKind::Mul, {widen(matmul.operand(0)), widen(v)});
+  AttrList attrs = {{"axes", Attr::ints({-1})}};
+  if (summed == DType::F32) attrs.emplace_back("accumulate", Attr(DType::F32));
+  Value* sums = insertOpBefore(matmul, OpKind::ReduceSum, {products}, attrs, last ? name : "");
+  if (summed != dtype) sums = insertOpBefore(matmul, OpKind::Cast, {sums}, {{"to", Attr(dtype)}}, column ? "" : name);
   if (column)
     sums = insertOpBefore(matmul, OpKind::Reshape, {sums}, {{"shape", Attr::ints(matmul.result()->type().shape)}}, name);
   replaceOp(matmul, sums);

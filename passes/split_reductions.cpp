@@ -81,7 +81,10 @@ Cut cutExtent(int64_t n, int64_t wanted, int64_t minChunk, bool canPad) {
 // Builds the stages in front of one reduction and replaces it.
 class Splitter {
  public:
-  explicit Splitter(Op& op) : op_(op), kind_(op.kind()), dtype_(op.operand(0)->type().dtype) {}
+  explicit Splitter(Op& op) : op_(op), kind_(op.kind()), dtype_(op.operand(0)->type().dtype) {
+    const Attr* accumulate = op.findAttr("accumulate");
+    keptInF32_ = accumulate && accumulate->getDType() == DType::F32;
+  }
 
   // Reduces `x` ([outer..., n, rest..., inner...] as one [outer, n, rest..., inner] view) over its
   // extent n and the dims `rest` in `cut.parts` chunks of n: returns [outer, inner] without the
@@ -106,8 +109,8 @@ class Splitter {
     OpKind partial = kind_ == OpKind::ReduceMean ? OpKind::ReduceSum : kind_;
     std::vector<int64_t> chunkAxes;
     for (int64_t a = 0; a <= static_cast<int64_t>(rest.size()); ++a) chunkAxes.push_back(nAxis + 1 + a);
-    v = op(partial, {v}, {{"axes", Attr::ints(chunkAxes)}, {"keepdims", Attr(false)}});
-    return op(partial, {v}, {{"axes", Attr::ints({nAxis})}, {"keepdims", Attr(false)}});
+    v = op(partial, {v}, stageAttrs(chunkAxes));
+    return op(partial, {v}, stageAttrs({nAxis}));
   }
 
   // The unsplit reduction's result from a [outer, inner] total over `count` elements each.
@@ -122,8 +125,7 @@ class Splitter {
 
   // The same reduction over other axes of `x` (the batch-norm case's outer stage).
   Value* reduceAxes(Value* x, const std::vector<int64_t>& axes) {
-    return op(kind_ == OpKind::ReduceMean ? OpKind::ReduceSum : kind_, {widen(x)},
-              {{"axes", Attr::ints(axes)}, {"keepdims", Attr(false)}});
+    return op(kind_ == OpKind::ReduceMean ? OpKind::ReduceSum : kind_, {widen(x)}, stageAttrs(axes));
   }
 
  private:
@@ -133,15 +135,23 @@ class Splitter {
   Value* reshape(Value* v, const Shape& shape) {
     return v->type().shape == shape ? v : op(OpKind::Reshape, {v}, {{"shape", Attr::ints(shape)}});
   }
-  // Float sums, means and products accumulate the chunks in f64: the result rounds once.
+  // A stage's attributes: its axes, and the sum's own f32 accumulation where it has one.
+  AttrList stageAttrs(const std::vector<int64_t>& axes) const {
+    AttrList attrs = {{"axes", Attr::ints(axes)}, {"keepdims", Attr(false)}};
+    if (keptInF32_) attrs.emplace_back("accumulate", Attr(DType::F32));
+    return attrs;
+  }
+  // Float sums, means and products accumulate the chunks in f64: the result rounds once. A sum
+  // kept in f32 (matvec-as-rows' rows) stays in f32, its stages too.
   Value* widen(Value* v) {
-    bool exact = kind_ == OpKind::ReduceMax || kind_ == OpKind::ReduceMin || !isFloat(dtype_) || dtype_ == DType::F64;
+    bool exact = keptInF32_ || kind_ == OpKind::ReduceMax || kind_ == OpKind::ReduceMin || !isFloat(dtype_) || dtype_ == DType::F64;
     return exact || v->type().dtype == DType::F64 ? v : op(OpKind::Cast, {v}, {{"to", Attr(DType::F64)}});
   }
 
   Op& op_;
   OpKind kind_;
   DType dtype_;
+  bool keptInF32_ = false;  // reduce_sum {accumulate = f32}
 };
 
 int64_t product(const Shape& s, size_t from, size_t to) {
