@@ -137,10 +137,10 @@ class Planner {
       for (const Value* v : capturedValues(op)) read(v, i);
       for (size_t r = 0; r < step.region.regions.size(); ++r) {
         std::vector<const Value*> owned;
-        // A while body gets copies of the carried values (so that what it yields never overlaps
-        // what it reads); a map body's and a cond's arguments point at memory the host owns.
+        // A while body that cannot read the carried values in place gets copies of them; a map
+        // body's and a cond's arguments point at memory the host owns.
         const Block& block = *op.region(r);
-        if (op.kind() == OpKind::While && r == 1)
+        if (op.kind() == OpKind::While && r == 1 && !whileBodyReadsCarriedInPlace(op))
           for (size_t k = 0; k < block.numArguments(); ++k) owned.push_back(block.argument(k));
         std::unique_ptr<BlockBufferPlan> region = planBlock(*step.region.regions[r], owned);
         out->slots.push_back(BufferSlot{nullptr, region->plan, 0, region->arenaBytes, i, i});
@@ -175,6 +175,15 @@ void flatten(const BlockBufferPlan& block, size_t base, size_t alignment, std::u
 }
 
 }  // namespace
+
+bool whileBodyReadsCarriedInPlace(const Op& whileOp) {
+  const Block& body = *whileOp.region(1);
+  const Op& yield = *body.terminator();
+  for (size_t k = 0; k < yield.numOperands(); ++k)
+    for (size_t j = 0; j < body.numArguments(); ++j)
+      if (j != k && yield.operand(k) == body.argument(j)) return false;
+  return true;
+}
 
 BufferPlan BufferPlan::build(const Function& function, const codegen::BlockPlan& plan, size_t alignment) {
   KILN_INTERNAL_CHECK(alignment > 0 && (alignment & (alignment - 1)) == 0, "buffer plan: alignment must be a power of two");

@@ -4,12 +4,14 @@
 //
 // What gets a slot, per block plan (the function body or a region of a `map` / `while`):
 //  - every value a step writes: a kernel group's results, a region op's results;
-//  - a `while` body's arguments (the host copies the carried values into them every iteration);
+//  - a `while` body's arguments where the host copies the carried values into them every
+//    iteration (whileBodyReadsCarriedInPlace is false);
 //  - each region of a region step, as one slot holding that region's own arena (below).
 // What does not: the function's parameters (the caller's memory), constant data (the
 // executable's own buffers, made once: codegen::BlockPlan::constants), its results (their own
 // buffers, handed to the caller: resultValues()), arguments of a `map` body and of a `while`
-// cond (the host points them at slices of the operands / at the carried values).
+// cond, and of a `while` body that reads the carried values in place (the host points them at
+// slices of the operands / at the carried values).
 //
 // Live ranges are in step indices of the block plan, both ends inclusive: from the step defining
 // the value to the last step reading it. A region step reads everything its regions use from
@@ -66,6 +68,14 @@ struct BlockBufferPlan {
   std::vector<BufferSlot> slots;
   std::vector<std::unique_ptr<BlockBufferPlan>> regions;  // one per region slot, in slot order
 };
+
+// Whether the body of `whileOp` reads the loop-carried values in place: its arguments are the op's
+// result buffers, as the cond's are, and what it yields is copied back once an iteration (an
+// argument yielded in its own position not at all). True unless the body yields an argument in
+// another position (`yield %b, %a` for arguments %a, %b): copied back one after the other, the
+// first copy would overwrite what the second reads. Such a body gets copies of the carried values
+// every iteration, its arguments slots of its own. Both runtimes follow this.
+bool whileBodyReadsCarriedInPlace(const Op& whileOp);
 
 class BufferPlan {
  public:

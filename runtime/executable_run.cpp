@@ -261,12 +261,14 @@ class ExecutionContext {
     return {};
   }
 
-  // The loop-carried values live in the op's result buffers; `cond` reads them in place, `body`
-  // gets copies (so that what it yields never overlaps what it reads).
+  // The loop-carried values live in the op's result buffers; `cond` reads them in place, and so
+  // does `body` where it can (whileBodyReadsCarriedInPlace), else it gets copies. What the body
+  // yields is copied back after it ran.
   Status runWhile(const codegen::RegionStep& step) {
     const Op& op = *step.op;
     const Block& cond = *op.region(0);
     const Block& body = *op.region(1);
+    const bool inPlace = whileBodyReadsCarriedInPlace(op);
     std::vector<uint8_t*> carried;
     std::vector<size_t> bytes;
     for (size_t k = 0; k < op.numResults(); ++k) {
@@ -274,6 +276,7 @@ class ExecutionContext {
       bytes.push_back(op.result(k)->type().byteSize());
       if (bytes[k]) std::memcpy(carried[k], buffer(op.operand(k)), bytes[k]);
       borrow(cond.argument(k), carried[k]);
+      if (inPlace) borrow(body.argument(k), carried[k]);
     }
     for (int64_t iteration = 0;; ++iteration) {
       KILN_TRY(runPlan(*step.regions[0]));
@@ -282,11 +285,13 @@ class ExecutionContext {
         return Error(std::string(op.name()) + ": no result after " + std::to_string(options_.maxWhileIterations) +
                          " iterations (InterpretOptions::maxWhileIterations)",
                      op.loc());
-      for (size_t k = 0; k < carried.size(); ++k)
+      for (size_t k = 0; k < carried.size() && !inPlace; ++k)
         if (bytes[k]) std::memcpy(allocate(body.argument(k)), carried[k], bytes[k]);
       KILN_TRY(runPlan(*step.regions[1]));
-      for (size_t k = 0; k < carried.size(); ++k)
-        if (bytes[k]) std::memcpy(carried[k], buffer(body.terminator()->operand(k)), bytes[k]);
+      for (size_t k = 0; k < carried.size(); ++k) {
+        const uint8_t* yielded = buffer(body.terminator()->operand(k));
+        if (bytes[k] && yielded != carried[k]) std::memcpy(carried[k], yielded, bytes[k]);
+      }
     }
   }
 

@@ -367,14 +367,16 @@ class Program::Run {
     return {};
   }
 
-  // The loop-carried values live in the op's result buffers; `cond` reads them in place, `body`
-  // gets copies (so that what it yields never overlaps what it reads). Each test of the condition
-  // waits for the GPU once: the flag is copied next to the kernels' error word on the GPU, and one
-  // copy brings both back for the host to decide whether to go on.
+  // The loop-carried values live in the op's result buffers; `cond` reads them in place, and so
+  // does `body` where it can (whileBodyReadsCarriedInPlace), else it gets copies. What the body
+  // yields is copied back after it ran. Each test of the condition waits for the GPU once: the
+  // flag is copied next to the kernels' error word on the GPU, and one copy brings both back for
+  // the host to decide whether to go on.
   Status runWhile(const codegen::RegionStep& step) {
     const Op& op = *step.op;
     const Block& cond = *op.region(0);
     const Block& body = *op.region(1);
+    const bool inPlace = whileBodyReadsCarriedInPlace(op);
     std::vector<CUdeviceptr> carried;
     for (size_t k = 0; k < op.numResults(); ++k) {
       auto c = address(op.result(k));
@@ -384,6 +386,7 @@ class Program::Run {
       carried.push_back(*c);
       KILN_TRY(copy(*c, *init, op.result(k)->type().byteSize(), op));
       bind(cond.argument(k), *c);
+      if (inPlace) bind(body.argument(k), *c);
     }
     for (int64_t iteration = 0;; ++iteration) {
       KILN_TRY(runPlan(*step.regions[0]));
@@ -402,7 +405,7 @@ class Program::Run {
         return Error(std::string(op.name()) + ": no result after " + std::to_string(options_.maxWhileIterations) +
                          " iterations (ExecuteOptions::maxWhileIterations)",
                      op.loc());
-      for (size_t k = 0; k < carried.size(); ++k) {
+      for (size_t k = 0; k < carried.size() && !inPlace; ++k) {
         auto arg = address(body.argument(k));
         if (!arg) return arg.error();
         KILN_TRY(copy(*arg, carried[k], op.result(k)->type().byteSize(), op));
@@ -411,7 +414,7 @@ class Program::Run {
       for (size_t k = 0; k < carried.size(); ++k) {
         auto yielded = address(body.terminator()->operand(k));
         if (!yielded) return yielded.error();
-        KILN_TRY(copy(carried[k], *yielded, op.result(k)->type().byteSize(), op));
+        if (*yielded != carried[k]) KILN_TRY(copy(carried[k], *yielded, op.result(k)->type().byteSize(), op));
       }
     }
   }

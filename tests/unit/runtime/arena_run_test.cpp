@@ -87,6 +87,55 @@ func @main(%xs: f32[6,32], %s: f32[32]) -> (f32[6,32], f32[32], i32[]) {
   for (uint64_t seed : {0, 1, 2}) expectSameAsInterpreter(*(*m)->entry(), *exe, seed);
 }
 
+// A body reads the carried values in place unless it yields an argument in another position:
+// swapping two values, rotating three, yielding one in its own position and one twice.
+TEST(ArenaRun, WhileBodiesReadTheCarriedValuesInPlaceOrFromCopies) {
+  auto m = parseModule(R"(
+func @swap(%a: f32[32], %b: f32[32]) -> (f32[32], f32[32], f32[32]) {
+  %zero = constant 0 : i32[]
+  %five = constant 5 : i32[]
+  %n, %x, %y, %z = while %zero, %a, %b, %a (%i: i32[], %p: f32[32], %q: f32[32], %s: f32[32]) cond {
+    %k = lt %i, %five
+    yield %k
+  } body {
+    %one = constant 1 : i32[]
+    %i1 = add %i, %one
+    %s1 = add %s, %p
+    yield %i1, %q, %p, %s1
+  }
+  return %x, %y, %z
+}
+func @kept(%a: f32[32], %b: f32[32]) -> (f32[32], f32[32], f32[32]) {
+  %zero = constant 0 : i32[]
+  %five = constant 5 : i32[]
+  %n, %x, %y, %z = while %zero, %a, %b, %a (%i: i32[], %p: f32[32], %q: f32[32], %r: f32[32]) cond {
+    %k = lt %i, %five
+    yield %k
+  } body {
+    %one = constant 1 : i32[]
+    %i1 = add %i, %one
+    %p1 = add %p, %q
+    yield %i1, %p1, %q, %p1
+  }
+  return %x, %y, %z
+})", "while_in_place.kiln");
+  ASSERT_TRUE(m.ok()) << m.error().str();
+  for (const char* name : {"swap", "kept"}) {
+    SCOPED_TRACE(name);
+    const Function& f = *(*m)->lookup(name);
+    auto exe = compile(f);
+    ASSERT_TRUE(exe);
+    const Op* loop = nullptr;
+    for (const auto& op : exe->function().body().ops())
+      if (op->kind() == OpKind::While) loop = op.get();
+    ASSERT_TRUE(loop);
+    EXPECT_EQ(whileBodyReadsCarriedInPlace(*loop), std::string(name) == "kept");
+    // Copies have slots of their own in the body's arena; values read in place do not.
+    EXPECT_EQ(exe->bufferPlan().has(loop->region(1)->argument(1)), std::string(name) == "swap");
+    for (uint64_t seed : {0, 1}) expectSameAsInterpreter(f, *exe, seed);
+  }
+}
+
 TEST(ArenaRun, ConcurrentRunsEachHaveTheirOwnArena) {
   auto m = parseModule(R"(
 func @main(%x: f32[4096]) -> f32[4096] {

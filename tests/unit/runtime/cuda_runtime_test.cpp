@@ -285,6 +285,38 @@ TEST_F(CudaTest, AWhileConditionsKernelErrorStopsTheLoop) {
   for (int k = 0; k < 4; ++k) EXPECT_EQ((*good)[0].getDouble(k), 8.0 * (k + 1));  // doubled three times
 }
 
+// A body that swaps two carried values gets copies of them (whileBodyReadsCarriedInPlace is
+// false); one that yields an argument in its own position reads them in place and skips that
+// copy. Both give the interpreter's values.
+TEST_F(CudaTest, WhileBodiesReadTheCarriedValuesInPlaceOrFromCopies) {
+  for (const char* yield : {"yield %k1, %w, %v", "yield %k1, %v1, %w"}) {
+    SCOPED_TRACE(yield);
+    auto exe = compile(std::string(R"(func @main(%x: f32[64], %y: f32[64]) -> (f32[64], f32[64]) {
+  %zero = constant 0 : i32[]
+  %five = constant 5 : i32[]
+  %n, %a, %b = while %zero, %x, %y (%k: i32[], %v: f32[64], %w: f32[64]) cond {
+    %c = lt %k, %five
+    yield %c
+  } body {
+    %one = constant 1 : i32[]
+    %k1 = add %k, %one
+    %v1 = add %v, %w
+    )") + yield + R"(
+  }
+  return %a, %b
+}
+)");
+    ASSERT_TRUE(exe);
+    std::vector<Tensor> inputs = randomInputs(exe->function(), 4);
+    auto want = interpret(exe->function(), inputs);
+    ASSERT_TRUE(want.ok()) << want.error().str();
+    auto got = exe->run(inputs);
+    ASSERT_TRUE(got.ok()) << got.error().str();
+    EXPECT_EQ((*got)[0], (*want)[0]);
+    EXPECT_EQ((*got)[1], (*want)[1]);
+  }
+}
+
 TEST_F(CudaTest, AChildForkedAfterTheDriverStartedIsToldWhy) {
   // NVIDIA's driver (and the simulator) refuses every call in a child forked after cuInit, with
   // CUDA_ERROR_NOT_INITIALIZED: kiln names the cause instead.
