@@ -13,17 +13,16 @@ bool isMatrixTimesVector(const Op& op) {
   if (op.kind() != OpKind::Matmul) return false;
   const TensorType& a = op.operand(0)->type();
   const TensorType& v = op.operand(1)->type();
-  // bf16 stays with oneDNN, whose bf16 kernels read half the bytes at full speed (f32[4096,4096]
-  // x f32[4096] in bf16: 1.7 ms, 2.0 as rows widened to double).
   // A column [K, 1] is a vector too (an RNN's W h as a matrix product): its result is reshaped.
   bool vector = v.rank() == 1 || (v.rank() == 2 && v.shape[1] == 1);
-  return isFloat(a.dtype) && a.dtype != DType::BF16 && a.rank() >= 2 && vector && a.numElements() > 0;
+  return isFloat(a.dtype) && a.rank() >= 2 && vector && a.numElements() > 0;
 }
 
 void rewrite(Op& matmul) {
   const DType dtype = matmul.result()->type().dtype;
   const bool column = matmul.operand(1)->type().rank() == 2;
-  // f16 is summed as f32 (a product of two f16 values is exact in f32), f32 and f64 as they are.
+  // f16 and bf16 are summed as f32 (a product of two of their values is exact in f32), f32 and
+  // f64 as they are.
   const DType summed = dtype == DType::F64 ? DType::F64 : DType::F32;
   auto widen = [&](Value* x) {
     return x->type().dtype == summed ? x : insertOpBefore(matmul, OpKind::Cast, {x}, {{"to", Attr(summed)}});
