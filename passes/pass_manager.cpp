@@ -13,6 +13,7 @@
 #include "passes/channels_last.h"
 #include "passes/conv_as_matmul.h"
 #include "passes/matvec_as_rows.h"
+#include "passes/own_reduction_operands.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/fold_conv_affine.h"
@@ -47,7 +48,7 @@ const std::vector<PassInfo>& registeredPasses() {
        "rewrite 1x1 convolutions over a 1x1 image (squeeze-and-excite, classifier heads) as matmuls (CPU pipeline only)",
        rewriteConvAsMatmul},
       {"matvec-as-rows",
-       "rewrite a matrix times a vector as a row reduction of products summed in double (CPU pipeline only)",
+       "rewrite a matrix times a vector as a row reduction of its products, summed in f32 as a BLAS gemv sums (CPU pipeline only)",
        rewriteMatvecAsRows},
       {"dce", "remove ops whose results are unused, inside map/while bodies too", eliminateDeadCode},
       {"split-reductions",
@@ -56,6 +57,10 @@ const std::vector<PassInfo>& registeredPasses() {
       {"split-reductions-cpu",
        "split reductions with fewer than 32 rows or column tiles for the CPU's threads into stages (CPU pipeline only)",
        splitReductionsForCpu},
+      {"own-reduction-operands",
+       "give a reduction over leading or middle axes its own copy of an elementwise operand that elementwise ops share "
+       "(CPU pipeline only)",
+       ownReductionOperands},
       {"fusion", "group ops into fusion ops, one kernel each (loop, row reduction, library epilogue, multi-output)",
        fuseOps},
       {"share-kernels",
@@ -86,8 +91,8 @@ const std::vector<std::string>& defaultPipeline(bool forGpu) {
   static const std::vector<std::string> host = {"canonicalize",         "decompose",      "vectorize",
                                                 "cse",                  "fold-conv-affine", "dce",
                                                 "channels-last",        "conv-as-matmul", "matvec-as-rows",
-                                                "split-reductions-cpu", "fusion",         "share-kernels",
-                                                "schedule-collectives"};
+                                                "split-reductions-cpu", "own-reduction-operands", "fusion",
+                                                "share-kernels",        "schedule-collectives"};
   static const std::vector<std::string> gpu = {"canonicalize", "decompose", "vectorize", "cse", "fold-conv-affine", "dce",
                                                "split-reductions", "fusion", "share-kernels", "schedule-collectives"};
   return forGpu ? gpu : host;

@@ -1,6 +1,8 @@
 // Helpers for passes that build replacement ops in front of the op they replace.
 #include "passes/rewrite.h"
 
+#include <unordered_map>
+
 namespace kiln::passes {
 
 namespace {
@@ -35,6 +37,38 @@ Value* insertConstantBefore(Op& at, Tensor value, std::string name) {
 void replaceOp(Op& op, Value* replacement) {
   op.result()->replaceAllUsesWith(replacement);
   op.parentBlock()->erase(&op);
+}
+
+namespace {
+
+// copyElementwiseChain, each value copied once however many ops of the chain read it.
+Value* copyChain(Op& at, Value* v, int& budget, std::unordered_map<Value*, Value*>& copies) {
+  if (auto it = copies.find(v); it != copies.end()) return it->second;
+  Op* producer = v->definingOp();
+  bool copied = producer && (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
+                              producer->kind() == OpKind::BroadcastTo);
+  if (!copied || producer->numOperands() == 0 || producer->numResults() != 1 || budget == 0) return v;
+  --budget;
+  std::vector<Value*> operands;
+  for (Value* operand : producer->operands()) operands.push_back(copyChain(at, operand, budget, copies));
+  return copies[v] = insertOpBefore(at, producer->kind(), operands, producer->attrs());
+}
+
+}  // namespace
+
+Value* copyElementwiseChain(Op& at, Value* v, int& budget) {
+  std::unordered_map<Value*, Value*> copies;
+  return copyChain(at, v, budget, copies);
+}
+
+void eraseIfUnused(Value* v) {
+  Op* op = v->definingOp();
+  if (!op || op->numRegions() > 0 || op->info().cls == OpClass::Terminator) return;
+  for (Value* r : op->results())
+    if (r->hasUses()) return;
+  std::vector<Value*> operands(op->operands().begin(), op->operands().end());
+  op->parentBlock()->erase(op);
+  for (Value* operand : operands) eraseIfUnused(operand);
 }
 
 }  // namespace kiln::passes

@@ -23,7 +23,7 @@ struct SplitPolicy {
   int64_t columnsPerWorker;    // columns one of those takes (1: a GPU thread; a CPU column tile)
   int64_t minColumnChunk;      // a chunk of columns is at least this many rows
   bool outerColumns;           // whether reductions over middle axes ([outer, n, inner]) split too
-  bool copiesSharedOperands;   // whether the first stage recomputes a shared operand (ownCopy)
+  bool copiesSharedOperands;   // whether the first stage recomputes a shared operand (copyElementwiseChain)
   bool alignsRowCuts;          // whether a row's cut follows its dims' boundaries (alignedRowCut)
 };
 
@@ -184,26 +184,12 @@ RowCut alignedRowCut(const Shape& shape, size_t first, int64_t wanted, int64_t m
   return {product(shape, first, shape.size()), flat, {}};
 }
 
-// Elementwise ops one reduction recomputes rather than share (a chain's length).
+// Elementwise ops one reduction recomputes rather than share (a chain's length). Its operand's
+// producers are used by others too (a softmax's exp(x - max) feeds its sum and its division); a
+// first stage sharing them would make fusion store them and read them back, and give the stage a
+// loop kernel's shape where on its own it is a row kernel. Recomputing costs a few instructions
+// per element, never bytes (copyElementwiseChain).
 constexpr int kMaxOwnChain = 16;
-
-// `v` computed again for the reduction `at` alone: a copy, just before `at`, of the elementwise ops
-// (and the reshapes and broadcasts between them) that compute it, up to `budget` of them, reading
-// what they read. Their results are used by others too (a softmax's exp(x - max) feeds its sum
-// and its division); a first stage sharing them would make fusion store them and read them back,
-// and give the stage a loop kernel's shape where on its own it is a row kernel. Recomputing costs
-// a few instructions per element, never bytes.
-Value* ownCopy(Op& at, Value* v, int& budget) {
-  Op* producer = v->definingOp();
-  bool copies = producer && (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
-                             producer->kind() == OpKind::BroadcastTo);
-  // Constants and iota (no operands) stay shared: fusion copies them into every kernel anyway.
-  if (!copies || producer->numOperands() == 0 || producer->numResults() != 1 || budget == 0) return v;
-  --budget;
-  std::vector<Value*> operands;
-  for (Value* operand : producer->operands()) operands.push_back(ownCopy(at, operand, budget));
-  return insertOpBefore(at, producer->kind(), operands, producer->attrs());
-}
 
 // Splits `op` if it would leave the device idle; whether it did.
 bool split(Op& op, const SplitPolicy& policy) {
@@ -221,7 +207,7 @@ bool split(Op& op, const SplitPolicy& policy) {
   auto operand = [&op, &policy] {
     int budget = kMaxOwnChain;
     bool shared = op.operand(0)->uses().size() > 1;
-    return shared && policy.copiesSharedOperands ? ownCopy(op, op.operand(0), budget) : op.operand(0);
+    return shared && policy.copiesSharedOperands ? copyElementwiseChain(op, op.operand(0), budget) : op.operand(0);
   };
   Splitter s(op);
   // The reduced axes that end the shape (a suffix), and whether the rest of them start it.
