@@ -15,12 +15,13 @@ namespace {
 
 // The longest chain a reduction copies (as split-reductions' first stages).
 constexpr int kMaxChain = 16;
-// A chain with a transcendental op (exp, sigmoid) is copied only where the shared value is at
-// least this large: smaller ones stay in the caches, where computing them twice costs more than
-// storing and reading them (EfficientNet-B0's SiLU before its squeeze-and-excite pools, 1.6 MB at
-// batch 1), larger ones go out to memory and back (softmax over the channels of f32[8,21,128,128],
-// 11 MB: 1.71 -> 1.46 ms with exp computed twice).
-constexpr int64_t kMinExpensiveBytes = int64_t{8} << 20;
+// On the CPU, a chain with a transcendental op (exp, sigmoid) is copied only where the shared value
+// is at least this large: smaller ones stay in the caches, where computing them twice costs more
+// than storing and reading them (EfficientNet-B0's SiLU before its squeeze-and-excite pools, 1.6
+// MB at batch 1), larger ones go out to memory and back (softmax over the channels of
+// f32[8,21,128,128], 11 MB: 1.71 -> 1.46 ms with exp computed twice). A GPU computes an exp in a
+// few instructions of its special-function units, where its memory is the bottleneck: any size.
+constexpr int64_t kMinExpensiveBytesOnCpu = int64_t{8} << 20;
 
 bool isReduction(OpKind k) {
   return k == OpKind::ReduceSum || k == OpKind::ReduceMean || k == OpKind::ReduceMax || k == OpKind::ReduceMin ||
@@ -57,7 +58,7 @@ void chainOf(Value* v, int& budget, std::unordered_set<const Op*>& chain) {
 
 // Whether the chain computing `reduction`'s operand is read outside it, only by elementwise ops,
 // and is worth computing twice: cheap, or shared values too large to stay in the caches.
-bool worthOwning(const Op& reduction, const std::unordered_set<const Op*>& chain) {
+bool worthOwning(const Op& reduction, const std::unordered_set<const Op*>& chain, PassTarget target) {
   bool shared = false, expensive = false;
   int64_t sharedBytes = 0;
   for (const Op* op : chain) {
@@ -69,12 +70,12 @@ bool worthOwning(const Op& reduction, const std::unordered_set<const Op*>& chain
       sharedBytes = std::max(sharedBytes, static_cast<int64_t>(op->result()->type().byteSize()));
     }
   }
-  return shared && (!expensive || sharedBytes >= kMinExpensiveBytes);
+  return shared && (!expensive || target == PassTarget::Gpu || sharedBytes >= kMinExpensiveBytesOnCpu);
 }
 
 }  // namespace
 
-PassResult ownReductionOperands(Module& module, PassContext&) {
+PassResult ownReductionOperands(Module& module, PassContext& context) {
   std::vector<Op*> reductions;
   for (const auto& f : module.functions())
     walkOps(f->body(), [&](Op* op) {
@@ -86,7 +87,7 @@ PassResult ownReductionOperands(Module& module, PassContext&) {
     std::unordered_set<const Op*> chain;
     int budget = kMaxChain;
     chainOf(operand, budget, chain);
-    if (chain.empty() || !worthOwning(*reduction, chain)) continue;
+    if (chain.empty() || !worthOwning(*reduction, chain, context.target())) continue;
     budget = kMaxChain;
     reduction->setOperand(0, copyElementwiseChain(*reduction, operand, budget));
     eraseIfUnused(operand);

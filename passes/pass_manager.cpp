@@ -58,8 +58,7 @@ const std::vector<PassInfo>& registeredPasses() {
        "split reductions with fewer than 32 rows or column tiles for the CPU's threads into stages (CPU pipeline only)",
        splitReductionsForCpu},
       {"own-reduction-operands",
-       "give a reduction over leading or middle axes its own copy of an elementwise operand that elementwise ops share "
-       "(CPU pipeline only)",
+       "give a reduction over leading or middle axes its own copy of an elementwise operand that elementwise ops share",
        ownReductionOperands},
       {"fusion", "group ops into fusion ops, one kernel each (loop, row reduction, library epilogue, multi-output)",
        fuseOps},
@@ -94,7 +93,7 @@ const std::vector<std::string>& defaultPipeline(bool forGpu) {
                                                 "split-reductions-cpu", "own-reduction-operands", "fusion",
                                                 "share-kernels",        "schedule-collectives"};
   static const std::vector<std::string> gpu = {"canonicalize", "decompose", "vectorize", "cse", "fold-conv-affine", "dce",
-                                               "split-reductions", "fusion", "share-kernels", "schedule-collectives"};
+                                               "split-reductions", "own-reduction-operands", "fusion", "share-kernels", "schedule-collectives"};
   return forGpu ? gpu : host;
 }
 
