@@ -47,13 +47,14 @@ bool isChainOp(const Op& op) {
          op.numOperands() > 0 && op.numResults() == 1;
 }
 
-// The ops copyElementwiseChain would copy for `v` (a budget of kMaxChain, the same walk).
-void chainOf(Value* v, int& budget, std::unordered_set<const Op*>& chain) {
+// The ops copyElementwiseChain would copy for `v` read in `block` (a budget of kMaxChain, the same walk).
+void chainOf(Value* v, const Block* block, int& budget, std::unordered_set<const Op*>& chain) {
   Op* producer = v->definingOp();
-  if (!producer || !isChainOp(*producer) || budget == 0 || chain.count(producer)) return;
+  if (!producer || producer->parentBlock() != block || !isChainOp(*producer) || budget == 0 || chain.count(producer))
+    return;
   --budget;
   chain.insert(producer);
-  for (Value* operand : producer->operands()) chainOf(operand, budget, chain);
+  for (Value* operand : producer->operands()) chainOf(operand, block, budget, chain);
 }
 
 // Whether the chain computing `reduction`'s operand is read outside it, only by elementwise ops,
@@ -86,7 +87,7 @@ PassResult ownReductionOperands(Module& module, PassContext& context) {
     Value* operand = reduction->operand(0);
     std::unordered_set<const Op*> chain;
     int budget = kMaxChain;
-    chainOf(operand, budget, chain);
+    chainOf(operand, reduction->parentBlock(), budget, chain);
     if (chain.empty() || !worthOwning(*reduction, chain, context.target())) continue;
     budget = kMaxChain;
     reduction->setOperand(0, copyElementwiseChain(*reduction, operand, budget));

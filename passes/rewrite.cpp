@@ -45,8 +45,11 @@ namespace {
 Value* copyChain(Op& at, Value* v, int& budget, std::unordered_map<Value*, Value*>& copies) {
   if (auto it = copies.find(v); it != copies.end()) return it->second;
   Op* producer = v->definingOp();
-  bool copied = producer && (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
-                              producer->kind() == OpKind::BroadcastTo);
+  // Producers in another block (outside the loop `at` is in) stay shared: copied into the loop
+  // they would run every iteration.
+  bool copied = producer && producer->parentBlock() == at.parentBlock() &&
+                (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
+                 producer->kind() == OpKind::BroadcastTo);
   if (!copied || producer->numOperands() == 0 || producer->numResults() != 1 || budget == 0) return v;
   --budget;
   std::vector<Value*> operands;

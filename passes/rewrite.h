@@ -22,7 +22,8 @@ Value* insertIotaBefore(Op& at, const TensorType& type, int64_t axis, std::strin
 void replaceOp(Op& op, Value* replacement);
 // `v` computed again for `at` alone: a copy, just before `at`, of the elementwise ops (and the
 // reshapes and broadcasts between them) that compute it, up to `budget` of them (decremented),
-// reading what they read. Constants and iota stay shared (fusion copies them into every kernel).
+// reading what they read. Constants and iota stay shared (fusion copies them into every kernel),
+// and so do ops of other blocks (copied into a loop body, they would run every iteration).
 Value* copyElementwiseChain(Op& at, Value* v, int& budget);
 // Erases the op defining `v` if nothing uses it any more, then its producers that become unused
 // so (not block arguments, nor ops with regions).
