@@ -5,9 +5,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ir/shape_rules.h"
 #include "passes/fusion_rules.h"
 #include "passes/rewrite.h"
+#include "passes/row_structure.h"
 
 namespace kiln::passes {
 
@@ -26,35 +26,6 @@ constexpr int64_t kMinExpensiveBytesOnCpu = int64_t{8} << 20;
 bool isReduction(OpKind k) {
   return k == OpKind::ReduceSum || k == OpKind::ReduceMean || k == OpKind::ReduceMax || k == OpKind::ReduceMin ||
          k == OpKind::ReduceProd;
-}
-
-// Whether `op` reduces its operand's trailing dims (a row reduction, which a row kernel fuses
-// with its consumers whatever they share).
-bool reducesTrailingDims(const Op& op) {
-  int rank = op.operand(0)->type().rank();
-  const Attr* given = op.findAttr("axes");
-  auto axes = reductionAxes(given ? given->getIntList() : std::nullopt, rank);
-  if (!axes.ok()) return true;  // left alone
-  std::vector<int> sorted = *axes;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[sorted.size() - 1 - i] != rank - 1 - static_cast<int>(i)) return false;
-  return true;
-}
-
-bool isChainOp(const Op& op) {
-  return (op.info().cls == OpClass::Elementwise || op.kind() == OpKind::Reshape || op.kind() == OpKind::BroadcastTo) &&
-         op.numOperands() > 0 && op.numResults() == 1;
-}
-
-// The ops copyElementwiseChain would copy for `v` read in `block` (a budget of kMaxChain, the same walk).
-void chainOf(Value* v, const Block* block, int& budget, std::unordered_set<const Op*>& chain) {
-  Op* producer = v->definingOp();
-  if (!producer || producer->parentBlock() != block || !isChainOp(*producer) || budget == 0 || chain.count(producer))
-    return;
-  --budget;
-  chain.insert(producer);
-  for (Value* operand : producer->operands()) chainOf(operand, block, budget, chain);
 }
 
 // Whether the chain computing `reduction`'s operand is read outside it, only by elementwise ops,
@@ -85,11 +56,9 @@ PassResult ownReductionOperands(Module& module, PassContext& context) {
   bool changed = false;
   for (Op* reduction : reductions) {
     Value* operand = reduction->operand(0);
-    std::unordered_set<const Op*> chain;
-    int budget = kMaxChain;
-    chainOf(operand, reduction->parentBlock(), budget, chain);
+    std::unordered_set<const Op*> chain = elementwiseChainOf(*reduction, operand, kMaxChain);
     if (chain.empty() || !worthOwning(*reduction, chain, context.target())) continue;
-    budget = kMaxChain;
+    int budget = kMaxChain;
     reduction->setOperand(0, copyElementwiseChain(*reduction, operand, budget));
     eraseIfUnused(operand);
     changed = true;

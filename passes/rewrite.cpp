@@ -41,20 +41,35 @@ void replaceOp(Op& op, Value* replacement) {
 
 namespace {
 
+// Whether copyElementwiseChain copies `producer` for `at`: an elementwise op (or a reshape or
+// broadcast between them) of at's block that computes from operands.
+bool copiesInChain(const Op* producer, const Op& at) {
+  // Producers in another block (outside the loop `at` is in) stay shared: copied into the loop
+  // they would run every iteration.
+  return producer && producer->parentBlock() == at.parentBlock() &&
+         (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
+          producer->kind() == OpKind::BroadcastTo) &&
+         producer->numOperands() > 0 && producer->numResults() == 1;
+}
+
 // copyElementwiseChain, each value copied once however many ops of the chain read it.
 Value* copyChain(Op& at, Value* v, int& budget, std::unordered_map<Value*, Value*>& copies) {
   if (auto it = copies.find(v); it != copies.end()) return it->second;
   Op* producer = v->definingOp();
-  // Producers in another block (outside the loop `at` is in) stay shared: copied into the loop
-  // they would run every iteration.
-  bool copied = producer && producer->parentBlock() == at.parentBlock() &&
-                (producer->info().cls == OpClass::Elementwise || producer->kind() == OpKind::Reshape ||
-                 producer->kind() == OpKind::BroadcastTo);
-  if (!copied || producer->numOperands() == 0 || producer->numResults() != 1 || budget == 0) return v;
+  if (!copiesInChain(producer, at) || budget == 0) return v;
   --budget;
   std::vector<Value*> operands;
   for (Value* operand : producer->operands()) operands.push_back(copyChain(at, operand, budget, copies));
   return copies[v] = insertOpBefore(at, producer->kind(), operands, producer->attrs());
+}
+
+// The same walk, collecting the ops instead of copying them.
+void collectChain(const Op& at, Value* v, int& budget, std::unordered_set<const Op*>& chain) {
+  const Op* producer = v->definingOp();
+  if (!copiesInChain(producer, at) || budget == 0 || chain.count(producer)) return;
+  --budget;
+  chain.insert(producer);
+  for (Value* operand : producer->operands()) collectChain(at, operand, budget, chain);
 }
 
 }  // namespace
@@ -62,6 +77,12 @@ Value* copyChain(Op& at, Value* v, int& budget, std::unordered_map<Value*, Value
 Value* copyElementwiseChain(Op& at, Value* v, int& budget) {
   std::unordered_map<Value*, Value*> copies;
   return copyChain(at, v, budget, copies);
+}
+
+std::unordered_set<const Op*> elementwiseChainOf(const Op& at, Value* v, int budget) {
+  std::unordered_set<const Op*> chain;
+  collectChain(at, v, budget, chain);
+  return chain;
 }
 
 void eraseIfUnused(Value* v) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/ir.h"
@@ -25,6 +26,8 @@ void replaceOp(Op& op, Value* replacement);
 // reading what they read. Constants and iota stay shared (fusion copies them into every kernel),
 // and so do ops of other blocks (copied into a loop body, they would run every iteration).
 Value* copyElementwiseChain(Op& at, Value* v, int& budget);
+// The ops copyElementwiseChain(at, v, budget) would copy, without copying them.
+std::unordered_set<const Op*> elementwiseChainOf(const Op& at, Value* v, int budget);
 // Erases the op defining `v` if nothing uses it any more, then its producers that become unused
 // so (not block arguments, nor ops with regions).
 void eraseIfUnused(Value* v);

@@ -75,6 +75,8 @@ bool keepsRow(const Op& user, const Value& v, const RowShape& row) {
 
 }  // namespace
 
+bool reducesTrailingDims(const Op& reduction) { return reductionRows(reduction).has_value(); }
+
 std::optional<RowAnalysis> analyzeRows(const std::vector<const Op*>& ops) {
   std::optional<RowShape> row;
   for (const Op* op : ops) {

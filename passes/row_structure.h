@@ -31,6 +31,9 @@ struct RowAnalysis {
 // disagreeing shapes, a row value read at another row's index, or rows of fewer than 2 elements.
 std::optional<RowAnalysis> analyzeRows(const std::vector<const Op*>& ops);
 
+// Whether `reduction` (a row-reducible op) combines trailing dims only: a row kernel's reduction.
+bool reducesTrailingDims(const Op& reduction);
+
 // Whether `shape` is the shape of one value per row: rows ++ [1]*|inner| or rows.
 bool isRowShape(const Shape& shape, const RowShape& row);
 
